@@ -1,0 +1,50 @@
+"""acrobat: auto-batching of dynamic deep-learning programs at compile time (ACRoBat).
+
+The public facade::
+
+    import acrobat
+    module = acrobat.parse(source, sizes={"H": 256})     # model source -> typed IR (never exec'd)
+    params = acrobat.init_params(module, seed=0)         # seeded weights for every Param
+    y = acrobat.evaluate(module, instance, params)       # reference interpreter, one instance
+    print(module.pretty())                               # the IR as text
+"""
+
+from acrobat.errors import (
+    AcrobatError,
+    AcrobatMatchError,
+    AcrobatNameError,
+    AcrobatPhaseError,
+    AcrobatShapeError,
+    AcrobatSyntaxError,
+    AcrobatTypeError,
+    EvaluationError,
+    InstanceError,
+    IRParseError,
+    VerificationError,
+)
+from acrobat.frontend import parse
+from acrobat.ir import AdtValue, Module, evaluate, from_list, init_params, to_list, values_equal
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AcrobatError",
+    "AcrobatMatchError",
+    "AcrobatNameError",
+    "AcrobatPhaseError",
+    "AcrobatShapeError",
+    "AcrobatSyntaxError",
+    "AcrobatTypeError",
+    "AdtValue",
+    "EvaluationError",
+    "IRParseError",
+    "InstanceError",
+    "Module",
+    "VerificationError",
+    "evaluate",
+    "from_list",
+    "init_params",
+    "parse",
+    "to_list",
+    "values_equal",
+]

@@ -1,0 +1,89 @@
+"""Typed errors that users can hit.
+
+Every error carries where it happened (file, line, column when known) and a hint that
+says what to do. The message users see is ``file:line:col: error: message (hint: ...)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Span:
+    """A source location: 1-based line, 0-based column, as the ``ast`` module reports them."""
+
+    file: str = "<source>"
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+class AcrobatError(Exception):
+    """Base class of every error acrobat raises on purpose."""
+
+    def __init__(self, message: str, span: Span | None = None, hint: str | None = None):
+        self.message = message
+        self.span = span
+        self.hint = hint
+        super().__init__(self.format())
+
+    @property
+    def line(self) -> int | None:
+        return self.span.line if self.span else None
+
+    @property
+    def col(self) -> int | None:
+        return self.span.col if self.span else None
+
+    def format(self) -> str:
+        where = f"{self.span}: " if self.span else ""
+        hint = f" (hint: {self.hint})" if self.hint else ""
+        return f"{where}{type(self).__name__}: {self.message}{hint}"
+
+
+class AcrobatSyntaxError(AcrobatError):
+    """The source uses a construct outside the modelling language."""
+
+
+class AcrobatNameError(AcrobatError):
+    """A name is undefined, defined twice, or not allowed."""
+
+
+class AcrobatTypeError(AcrobatError):
+    """Types do not agree, an annotation is missing, or an op gets the wrong arguments."""
+
+
+class AcrobatShapeError(AcrobatTypeError):
+    """Tensor shapes do not agree with an op's shape rule."""
+
+
+class AcrobatMatchError(AcrobatTypeError):
+    """A ``match`` is not exhaustive or a pattern does not fit the scrutinee."""
+
+
+class AcrobatPhaseError(AcrobatError):
+    """``phase()`` appears somewhere other than the top level of the entry function."""
+
+
+class IRParseError(AcrobatError):
+    """The printed IR text could not be read back."""
+
+
+class VerificationError(AcrobatError):
+    """The IR broke an invariant (scoping, types, shapes, ANF)."""
+
+
+class InstanceError(AcrobatError):
+    """An input instance does not fit the program's entry signature."""
+
+    def __init__(self, message: str, index: int | None = None, hint: str | None = None):
+        self.index = index
+        prefix = f"instance {index}: " if index is not None else ""
+        super().__init__(prefix + message, None, hint)
+
+
+class EvaluationError(AcrobatError):
+    """A run-time failure inside the reference interpreter (e.g. item() of a non-scalar)."""

@@ -1,0 +1,182 @@
+"""The modelling language: a typed subset of Python, parsed with ``ast``, never executed.
+
+A complete binary TreeLSTM (Tai et al.) reads::
+
+    H = Size("H", 256)                 # sizes are bound at parse time: parse(src, sizes={"H": 512})
+    V = Size("V", 1000)
+    E: Param[V, H]                     # weights: declared here, given values at run time
+    W_iou: Param[3 * H, H]
+    b_iou: Param[3 * H]
+    U: Param[5 * H, 2 * H]
+    b_U: Param[5 * H]
+
+    class Tree(ADT):
+        Leaf: (int,)                   # a word id
+        Node: (Tree, Tree)
+
+    def cell(t: Tree) -> tuple[Tensor[H], Tensor[H]]:
+        match t:
+            case Leaf(word):
+                i, o, u = split(dense(embed(E, word), W_iou, b_iou), 3)
+                c = sigmoid(i) * tanh(u)
+                return sigmoid(o) * tanh(c), c
+            case Node(left, right):
+                (hl, cl), (hr, cr) = parallel(cell(left), cell(right))
+                i, o, u, fl, fr = split(dense(concat(hl, hr), U, b_U), 5)
+                c = sigmoid(i) * tanh(u) + sigmoid(fl) * cl + sigmoid(fr) * cr
+                return sigmoid(o) * tanh(c), c
+
+    def main(t: Tree) -> Tensor[H]:
+        h, c = cell(t)
+        return h
+
+What the language has:
+
+* **Sizes** ``H = Size("H", default)``, constants ``C = 16`` and derived sizes ``F = 4 * H``.
+* **Weights** ``NAME: Param[d0, d1, ...]``.
+* **ADTs** ``class Tree(ADT):`` with one ``Ctor: (field types...)`` line per constructor;
+  generic ones over ``T = TypeVar("T")`` as ``class Pair(ADT[T]):``. ``List[T]`` (``Nil()``,
+  ``Cons(x, xs)``) and ``Option[T]`` (``Nothing()``, ``Some(x)``) are built in.
+* **Functions** with annotated parameters and result; recursion and mutual recursion.
+* **Types** ``Tensor[H]``, ``Tensor[H, H]``, ``int``, ``bool``, ``float``, ``tuple[A, B]``,
+  ADT names (``Tree``, ``List[Tensor[H]]``).
+* **Statements** assignment (with tuple unpacking), ``x: T = e``, ``x += e``, ``return``,
+  ``if``/``else``, ``match``/``case`` over constructors (checked for exhaustiveness),
+  ``while <host bool>:`` and ``for i in range(n):``, ``phase()``.
+* **Expressions** tensor ops from the registry (``dense``, ``sigmoid``, ``concat``, ``split``,
+  ...), ``+ - * / @`` on tensors, host ``int``/``float``/``bool`` arithmetic and comparisons,
+  ``a if c else b``, tuples and ``t[0]``, tensor slices ``x[a:b]``, constructor and function
+  calls, ``parallel(f(a), g(b))`` for independent calls, ``map(f, xs)`` for a parallel map,
+  and the tensor-to-host reads ``item(x)`` and ``argmax(x)`` that let control flow depend on
+  tensor values.
+* ``phase()`` starts the next program phase; only at the top level of ``main``.
+
+Everything else (imports, attribute access, lambdas, comprehensions, ``global``, calls of
+undefined names such as ``open`` or ``__import__``) is rejected with a typed error that
+carries file:line:col and a hint. The source text is only ever handed to ``ast.parse``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from acrobat.errors import AcrobatNameError, AcrobatSyntaxError, Span
+from acrobat.frontend.declarations import Declarations, read_declarations
+from acrobat.frontend.statements import FunctionLowerer, Signature
+from acrobat.ir.nodes import AdtDef, CtorDef, Function, Module, TupleExpr, Var
+from acrobat.ir.typecheck import infer_module
+from acrobat.ir.types import AdtType, TypeParam
+
+__all__ = ["parse", "PRELUDE"]
+
+_T = TypeParam("T")
+PRELUDE = (
+    AdtDef("List", ("T",), (CtorDef("Nil", ()), CtorDef("Cons", (_T, AdtType("List", (_T,)))))),
+    AdtDef("Option", ("T",), (CtorDef("Nothing", ()), CtorDef("Some", (_T,)))),
+)
+_PRELUDE_USE = {
+    "List": re.compile(r"\b(List|Nil|Cons|map)\b"),
+    "Option": re.compile(r"\b(Option|Nothing|Some)\b"),
+}
+
+
+def parse(source: str, sizes: dict[str, int] | None = None, filename: str = "<source>") -> Module:
+    """Parse model source text into a typed :class:`~acrobat.ir.nodes.Module`.
+
+    ``sizes`` binds (or overrides) the program's sizes, e.g. ``{"H": 512}``. The source is
+    never executed. Errors are :class:`acrobat.errors.AcrobatError` subclasses.
+    """
+    try:
+        tree = ast.parse(source, filename=filename)
+    except SyntaxError as err:
+        raise AcrobatSyntaxError(
+            f"not valid Python syntax: {err.msg}",
+            Span(filename, err.lineno or 0, max((err.offset or 1) - 1, 0)),
+        ) from None
+    decl = Declarations(filename)
+    prelude = [a for a in PRELUDE if _PRELUDE_USE[a.name].search(source)]
+    for adt in prelude:
+        decl.adts[adt.name] = adt
+        decl.ctors.update({c.name: adt.name for c in adt.ctors})
+    read_declarations(tree, decl, dict(sizes or {}))
+    if "main" not in decl.functions:
+        raise AcrobatNameError(
+            "the program has no entry function `main`",
+            Span(filename, 1, 0),
+            hint="define def main(x: ...) -> ...:",
+        )
+    sigs = [_signature(decl, fn) for fn in decl.functions.values()]
+    sig_module = Module(
+        tuple(decl.sizes.items()),
+        tuple(decl.params.values()),
+        tuple(decl.adts.values()),
+        tuple(
+            Function(s.name, tuple(Var(n, ty=t) for n, t in s.params), s.ret, TupleExpr(()))
+            for s in sigs
+        ),
+    )
+    functions, queue = [], list(sigs)
+    while queue:
+        lifted: list[Signature] = []
+        functions.extend(FunctionLowerer(decl, sig_module, s, lifted).lower() for s in queue)
+        queue = lifted
+    module = Module(
+        tuple(decl.sizes.items()),
+        tuple(decl.params.values()),
+        tuple(decl.adts.values()),
+        tuple(functions),
+    )
+    return infer_module(module)
+
+
+def _signature(decl: Declarations, fn: ast.FunctionDef) -> Signature:
+    sp = decl.span(fn)
+    a = fn.args
+    if fn.decorator_list:
+        raise AcrobatSyntaxError("decorators are not supported", decl.span(fn.decorator_list[0]))
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+        raise AcrobatSyntaxError(
+            f"{fn.name}: only plain positional parameters are supported (no defaults, *args, **kw)",
+            sp,
+        )
+    params = []
+    for arg in a.args:
+        if arg.annotation is None:
+            from acrobat.errors import AcrobatTypeError
+
+            raise AcrobatTypeError(
+                f"parameter {arg.arg!r} of {fn.name} has no type annotation",
+                decl.span(arg),
+                hint=f"write {arg.arg}: Tensor[H] (or int, bool, an ADT, ...)",
+            )
+        params.append((arg.arg, _typed(decl, arg.annotation)))
+    if fn.returns is None:
+        from acrobat.errors import AcrobatTypeError
+
+        raise AcrobatTypeError(
+            f"function {fn.name} has no result annotation",
+            sp,
+            hint=f"write def {fn.name}(...) -> Tensor[H]:",
+        )
+    body = fn.body[1:] if fn.body and _docstring(fn.body[0]) else fn.body
+    return Signature(fn.name, params, _typed(decl, fn.returns), body, fn, fn.name == "main")
+
+
+def _typed(decl: Declarations, node: ast.expr):
+    from acrobat.errors import AcrobatError
+
+    try:
+        return decl.type_of(node)
+    except AcrobatError as err:
+        if err.span is None:
+            raise type(err)(err.message, decl.span(node), err.hint) from None
+        raise
+
+
+def _docstring(st: ast.stmt) -> bool:
+    return (
+        isinstance(st, ast.Expr)
+        and isinstance(st.value, ast.Constant)
+        and isinstance(st.value.value, str)
+    )

@@ -1,0 +1,379 @@
+"""Lowering of source expressions to IR expressions.
+
+Types are tracked while lowering (with the IR's own inference, see
+:class:`acrobat.ir.typecheck.FunctionInference`) because the same Python operator means
+different things on tensors and on host scalars: ``a + b`` is the tensor op ``add`` or
+the host op ``h.add``. The IR produced here is untyped except for literals and
+annotated variables; the final :func:`acrobat.ir.typecheck.infer_module` types it all.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from acrobat.errors import (
+    AcrobatNameError,
+    AcrobatPhaseError,
+    AcrobatSyntaxError,
+    AcrobatTypeError,
+    Span,
+)
+from acrobat.frontend.declarations import Declarations, unsupported
+from acrobat.ir.nodes import (
+    Const,
+    CtorCall,
+    Expr,
+    FnCall,
+    GlobalRef,
+    If,
+    Map,
+    OpCall,
+    Parallel,
+    ParamRef,
+    Proj,
+    TupleExpr,
+    Var,
+)
+from acrobat.ir.ops import REGISTRY
+from acrobat.ir.typecheck import FunctionInference
+from acrobat.ir.types import ScalarType, TensorType, TupleType, Type
+
+# Attributes that may also be passed positionally after the tensor arguments:
+# split(x, 3), slice(x, 0, H), reshape(x, (H, H)), zeros(H), softmax(x, -1), sum(x, 0)
+POSITIONAL_ATTRS = {
+    "split": ("sections", "axis"),
+    "slice": ("start", "stop", "axis"),
+    "reshape": ("shape",),
+    "transpose": ("axes",),
+    "zeros": ("shape",),
+    "ones": ("shape",),
+    "softmax": ("axis",),
+    "sum": ("axis",),
+    "mean": ("axis",),
+    "max": ("axis",),
+}
+
+TENSOR_BINOPS = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "div",
+    ast.MatMult: "matmul",
+}
+HOST_BINOPS = {
+    ast.Add: "h.add",
+    ast.Sub: "h.sub",
+    ast.Mult: "h.mul",
+    ast.Div: "h.truediv",
+    ast.FloorDiv: "h.floordiv",
+    ast.Mod: "h.mod",
+}
+COMPARE = {
+    ast.Lt: "h.lt",
+    ast.LtE: "h.le",
+    ast.Gt: "h.gt",
+    ast.GtE: "h.ge",
+    ast.Eq: "h.eq",
+    ast.NotEq: "h.ne",
+}
+
+
+class ExprLowerer:
+    """Lowers expressions of one function body; subclasses add statements."""
+
+    decl: Declarations
+    inf: FunctionInference
+    scope: dict[str, str]  # source name -> IR variable name
+
+    def span(self, node: ast.AST) -> Span:
+        return self.decl.span(node)
+
+    def type_of(self, e: Expr) -> Type:
+        """The (resolved) type of an untyped IR expression in the current environment."""
+        return self.inf.resolve(self.inf.infer(e).ty)
+
+    # -- entry point -------------------------------------------------------------------
+    def expr(self, node: ast.expr) -> Expr:
+        method = getattr(self, "_" + type(node).__name__, None)
+        if method is None:
+            raise unsupported(node, self.decl)
+        return method(node)
+
+    # -- atoms ------------------------------------------------------------------------
+    def _Name(self, node: ast.Name) -> Expr:
+        sp, name = self.span(node), node.id
+        if name in self.scope:
+            return Var(self.scope[name], span=sp)
+        if name in self.decl.params:
+            return ParamRef(name, span=sp)
+        if name in self.decl.sizes:
+            return Const(self.decl.sizes[name], span=sp)
+        if name in self.decl.functions:
+            return GlobalRef(name, span=sp)
+        if name in self.decl.ctors:
+            raise AcrobatSyntaxError(f"constructor {name} must be called", sp, hint=f"{name}(...)")
+        if name.startswith("__"):
+            raise AcrobatNameError(f"names starting with '__' are not allowed: {name!r}", sp)
+        raise AcrobatNameError(f"undefined name {name!r}", sp)
+
+    def _Constant(self, node: ast.Constant) -> Expr:
+        v = node.value
+        if type(v) not in (int, float, bool):
+            raise AcrobatSyntaxError(
+                f"{type(v).__name__} literals are not supported",
+                self.span(node),
+                hint="literals are ints, floats and True/False",
+            )
+        return Const(v, span=self.span(node))
+
+    # -- operators --------------------------------------------------------------------
+    def _BinOp(self, node: ast.BinOp) -> Expr:
+        sp = self.span(node)
+        a, b = self.expr(node.left), self.expr(node.right)
+        ta, tb = self.type_of(a), self.type_of(b)
+        if isinstance(ta, TensorType) or isinstance(tb, TensorType):
+            op = TENSOR_BINOPS.get(type(node.op))
+            if op is None:
+                raise AcrobatSyntaxError(
+                    f"operator {_op_text(node.op)} is not defined on tensors", sp
+                )
+            a, b = self.tensor_operand(a, ta, node.left), self.tensor_operand(b, tb, node.right)
+            return OpCall(op, (a, b), span=sp)
+        op = HOST_BINOPS.get(type(node.op))
+        if op is None:
+            raise AcrobatSyntaxError(f"operator {_op_text(node.op)} is not supported", sp)
+        return OpCall(op, (a, b), span=sp)
+
+    def tensor_operand(self, e: Expr, ty: Type, node: ast.expr) -> Expr:
+        """A tensor operand; a numeric literal becomes a 0-d float32 tensor constant."""
+        if isinstance(ty, TensorType):
+            return e
+        if isinstance(e, Const) and ty in (ScalarType("int"), ScalarType("float")):
+            return Const(float(e.value), ty=TensorType(()), span=e.span)
+        raise AcrobatTypeError(
+            f"cannot mix a host {ty} with a tensor",
+            self.span(node),
+            hint="host values stay on the host; only number literals combine with tensors",
+        )
+
+    def _UnaryOp(self, node: ast.UnaryOp) -> Expr:
+        sp = self.span(node)
+        if isinstance(node.op, ast.UAdd):
+            return self.expr(node.operand)
+        if isinstance(node.op, ast.USub):
+            if isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float):
+                return Const(-node.operand.value, span=sp)
+            x = self.expr(node.operand)
+            op = "neg" if isinstance(self.type_of(x), TensorType) else "h.neg"
+            return OpCall(op, (x,), span=sp)
+        if isinstance(node.op, ast.Not):
+            return OpCall("h.not", (self.expr(node.operand),), span=sp)
+        raise AcrobatSyntaxError(f"operator {_op_text(node.op)} is not supported", sp)
+
+    def _BoolOp(self, node: ast.BoolOp) -> Expr:
+        op = "h.and" if isinstance(node.op, ast.And) else "h.or"
+        out = self.expr(node.values[0])
+        for v in node.values[1:]:
+            out = OpCall(op, (out, self.expr(v)), span=self.span(node))
+        return out
+
+    def _Compare(self, node: ast.Compare) -> Expr:
+        sp = self.span(node)
+        if len(node.ops) != 1:
+            raise AcrobatSyntaxError(
+                "chained comparisons are not supported", sp, hint="write a < b and b < c"
+            )
+        op = COMPARE.get(type(node.ops[0]))
+        if op is None:
+            raise AcrobatSyntaxError(f"comparison {_op_text(node.ops[0])} is not supported", sp)
+        a, b = self.expr(node.left), self.expr(node.comparators[0])
+        for e in (a, b):
+            if isinstance(self.type_of(e), TensorType):
+                raise AcrobatTypeError(
+                    "tensors cannot be compared directly",
+                    sp,
+                    hint="read the value to the host first: item(x) > 0.5 or argmax(x) == 1",
+                )
+        return OpCall(op, (a, b), span=sp)
+
+    def _IfExp(self, node: ast.IfExp) -> Expr:
+        return If(
+            self.expr(node.test),
+            self.expr(node.body),
+            self.expr(node.orelse),
+            span=self.span(node),
+        )
+
+    def _Tuple(self, node: ast.Tuple) -> Expr:
+        return TupleExpr(tuple(self.expr(e) for e in node.elts), span=self.span(node))
+
+    def _Subscript(self, node: ast.Subscript) -> Expr:
+        sp = self.span(node)
+        base = self.expr(node.value)
+        ty = self.type_of(base)
+        if isinstance(ty, TupleType):
+            idx = self.attr_value(node.slice)
+            if type(idx) is not int:
+                raise AcrobatSyntaxError("tuple indices must be constant ints", sp)
+            if not -len(ty.fields) <= idx < len(ty.fields):
+                raise AcrobatTypeError(f"index {idx} is out of range for {ty}", sp)
+            return Proj(base, idx % len(ty.fields), span=sp)
+        if isinstance(ty, TensorType) and isinstance(node.slice, ast.Slice):
+            s = node.slice
+            if s.step is not None or not ty.shape:
+                raise AcrobatSyntaxError("tensor slices take start:stop only", sp)
+            start = 0 if s.lower is None else self.attr_value(s.lower)
+            stop = ty.shape[0] if s.upper is None else self.attr_value(s.upper)
+            return OpCall(
+                "slice", (base,), (("axis", 0), ("start", start), ("stop", stop)), span=sp
+            )
+        raise AcrobatTypeError(
+            f"cannot index a value of type {ty}",
+            sp,
+            hint="index tuples with constants (t[0]); slice tensors with x[a:b]",
+        )
+
+    # -- calls ------------------------------------------------------------------------
+    def _Call(self, node: ast.Call) -> Expr:
+        sp = self.span(node)
+        if not isinstance(node.func, ast.Name):
+            raise unsupported(node.func, self.decl, "calling anything but a plain name")
+        name = node.func.id
+        if name == "phase":
+            raise AcrobatPhaseError(
+                "phase() is a statement of its own",
+                sp,
+                hint="write phase() on its own line at the top level of main",
+            )
+        if name == "parallel":
+            return self.parallel(node)
+        if name == "map":
+            return self.map_call(node)
+        if name in self.scope:
+            raise AcrobatTypeError(f"{name!r} is a local value, not a function", sp)
+        if name in self.decl.functions:
+            self.no_keywords(node, name)
+            return FnCall(name, tuple(self.expr(a) for a in node.args), span=sp)
+        if name in self.decl.ctors:
+            self.no_keywords(node, name)
+            return CtorCall(name, tuple(self.expr(a) for a in node.args), span=sp)
+        if name in REGISTRY and not name.startswith("h."):
+            return self.op_call(name, node)
+        if name.startswith("__"):
+            raise AcrobatNameError(f"names starting with '__' are not allowed: {name!r}", sp)
+        raise AcrobatNameError(
+            f"call to undefined function {name!r}",
+            sp,
+            hint="functions are the program's own `def`s, ADT constructors and built-in ops",
+        )
+
+    def no_keywords(self, node: ast.Call, name: str) -> None:
+        if node.keywords:
+            raise AcrobatSyntaxError(f"{name} takes positional arguments only", self.span(node))
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                raise unsupported(a, self.decl)
+
+    def op_call(self, name: str, node: ast.Call) -> Expr:
+        op = REGISTRY[name]
+        self.no_starred(node)
+        n_tensor = len(node.args)
+        positional = POSITIONAL_ATTRS.get(name, ())
+        if positional and op.max_arity is not None and len(node.args) > op.max_arity:
+            n_tensor = op.max_arity
+        extra = node.args[n_tensor:]
+        if len(extra) > len(positional):
+            raise AcrobatTypeError(
+                f"{name} takes {op.max_arity} tensor argument(s) and attributes {positional}",
+                self.span(node),
+            )
+        attrs: dict[str, Any] = {k: self.attr_value(v) for k, v in zip(positional, extra)}
+        for kw in node.keywords:
+            if kw.arg is None or kw.arg in attrs:
+                raise AcrobatSyntaxError(f"bad or repeated keyword in {name}(...)", self.span(kw))
+            attrs[kw.arg] = self.attr_value(kw.value)
+        args = tuple(self.expr(a) for a in node.args[:n_tensor])
+        return OpCall(name, args, tuple(sorted(attrs.items())), span=self.span(node))
+
+    def no_starred(self, node: ast.Call) -> None:
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                raise unsupported(a, self.decl)
+
+    def attr_value(self, node: ast.expr) -> Any:
+        """A static attribute: a literal, a size, a negated number or a tuple of them."""
+        if isinstance(node, ast.Constant) and (
+            node.value is None or type(node.value) in (int, float, bool)
+        ):
+            return node.value
+        if isinstance(node, ast.Tuple):
+            return tuple(self.attr_value(e) for e in node.elts)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            v = self.attr_value(node.operand)
+            if type(v) in (int, float):
+                return -v
+        if isinstance(node, (ast.Name, ast.BinOp)):
+            try:
+                return self.decl.size_value(node)
+            except (AcrobatNameError, AcrobatSyntaxError):
+                pass
+        raise AcrobatSyntaxError(
+            f"{ast.unparse(node)} is not a constant",
+            self.span(node),
+            hint="attributes (axis, sections, shape, ...) must be literals or sizes",
+        )
+
+    def parallel(self, node: ast.Call) -> Expr:
+        sp = self.span(node)
+        self.no_keywords(node, "parallel")
+        calls = []
+        for a in node.args:
+            if not (
+                isinstance(a, ast.Call)
+                and isinstance(a.func, ast.Name)
+                and a.func.id in self.decl.functions
+            ):
+                raise AcrobatSyntaxError(
+                    "parallel(...) takes calls of the program's functions",
+                    self.span(a),
+                    hint="parallel(cell(left), cell(right))",
+                )
+            calls.append(self.expr(a))
+        if len(calls) < 2:
+            raise AcrobatSyntaxError("parallel(...) needs at least two calls", sp)
+        return Parallel(tuple(calls), span=sp)
+
+    def map_call(self, node: ast.Call) -> Expr:
+        sp = self.span(node)
+        self.no_keywords(node, "map")
+        if (
+            len(node.args) < 2
+            or not isinstance(node.args[0], ast.Name)
+            or (node.args[0].id not in self.decl.functions)
+        ):
+            raise AcrobatSyntaxError(
+                "map takes a function of the program and a List", sp, hint="map(f, xs)"
+            )
+        xs = self.expr(node.args[1])
+        extra = tuple(self.expr(a) for a in node.args[2:])
+        return Map(node.args[0].id, xs, extra, span=sp)
+
+
+def _op_text(op: ast.AST) -> str:
+    return {
+        ast.Pow: "**",
+        ast.LShift: "<<",
+        ast.RShift: ">>",
+        ast.BitOr: "|",
+        ast.BitAnd: "&",
+        ast.BitXor: "^",
+        ast.Invert: "~",
+        ast.Is: "is",
+        ast.IsNot: "is not",
+        ast.In: "in",
+        ast.NotIn: "not in",
+        ast.MatMult: "@",
+        ast.FloorDiv: "//",
+        ast.Mod: "%",
+    }.get(type(op), type(op).__name__)

@@ -1,0 +1,184 @@
+"""Run-time values of the modelling language and their checks.
+
+* tensors are ``numpy.ndarray`` (float32 unless declared otherwise);
+* host scalars are Python ``int`` / ``float`` / ``bool``;
+* tuples are Python tuples;
+* ADT values are :class:`AdtValue` (a constructor name and its fields).
+
+Everything here walks values with an explicit stack, so a degenerate tree 10,000 levels
+deep is checked, compared and converted without touching Python's recursion limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from acrobat.errors import InstanceError
+from acrobat.ir.nodes import Module
+from acrobat.ir.types import AdtType, FuncType, ScalarType, TensorType, TupleType, Type, substitute
+
+
+class AdtValue:
+    """A constructed ADT value, e.g. ``AdtValue("Node", (left, right))``."""
+
+    __slots__ = ("ctor", "fields")
+
+    def __init__(self, ctor: str, fields: tuple[Any, ...] = ()):
+        self.ctor = ctor
+        self.fields = tuple(fields)
+
+    def __eq__(self, other: object) -> bool:
+        return values_equal(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{self.ctor}({', '.join(_short(f) for f in self.fields)})"
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, AdtValue):
+        return f"{v.ctor}(...)" if v.fields else f"{v.ctor}()"
+    if isinstance(v, np.ndarray):
+        return f"array{list(v.shape)}"
+    return repr(v)
+
+
+def values_equal(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0) -> bool:
+    """Structural equality of two values (tensors compared with ``allclose`` tolerances)."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if isinstance(x, AdtValue) or isinstance(y, AdtValue):
+            if not (isinstance(x, AdtValue) and isinstance(y, AdtValue)):
+                return False
+            if x.ctor != y.ctor or len(x.fields) != len(y.fields):
+                return False
+            stack.extend(zip(x.fields, y.fields))
+        elif isinstance(x, tuple) or isinstance(y, tuple):
+            if not (isinstance(x, tuple) and isinstance(y, tuple)) or len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            x, y = np.asarray(x), np.asarray(y)
+            if x.shape != y.shape or not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+def from_list(items: Iterable[Any]) -> AdtValue:
+    """A Python sequence as a ``List`` value (``Cons(x0, Cons(x1, ... Nil()))``)."""
+    out = AdtValue("Nil")
+    for x in reversed(list(items)):
+        out = AdtValue("Cons", (x, out))
+    return out
+
+
+def to_list(v: AdtValue) -> list[Any]:
+    """A ``List`` value as a Python list."""
+    out = []
+    while v.ctor == "Cons":
+        out.append(v.fields[0])
+        v = v.fields[1]
+    return out
+
+
+def check_value(m: Module, value: Any, ty: Type, index: int | None = None, what: str = "") -> None:
+    """Raise :class:`InstanceError` if ``value`` is not a value of type ``ty``."""
+    stack: list[tuple[Any, Type, str]] = [(value, ty, what or "the input")]
+    while stack:
+        v, t, where = stack.pop()
+        err = _mismatch(m, v, t)
+        if err:
+            raise InstanceError(f"{where}: {err}", index)
+        if isinstance(t, TupleType):
+            stack.extend((x, ft, f"{where}[{i}]") for i, (x, ft) in enumerate(zip(v, t.fields)))
+        elif isinstance(t, AdtType):
+            adt, tag = m.ctor_map[v.ctor]
+            fields = adt.ctors[tag].fields
+            mapping = dict(zip(adt.type_params, t.args))
+            # a short path: deep recursive values would otherwise build huge strings
+            inner = f"{v.ctor} field" if len(where) > 60 else f"{where} -> {v.ctor}"
+            stack.extend(
+                (x, substitute(ft, mapping), f"{inner} {i}")
+                for i, (x, ft) in enumerate(zip(v.fields, fields))
+            )
+
+
+def _mismatch(m: Module, v: Any, t: Type) -> str | None:
+    if isinstance(t, TensorType):
+        if not isinstance(v, np.ndarray):
+            return f"expected a tensor {t} (numpy array), got {type(v).__name__}"
+        if v.shape != t.shape:
+            return f"expected shape {list(t.shape)}, got {list(v.shape)}"
+        if v.dtype != np.dtype(t.dtype):
+            return f"expected dtype {t.dtype}, got {v.dtype} (use .astype(np.{t.dtype}))"
+        return None
+    if isinstance(t, ScalarType):
+        py = {"int": int, "float": (int, float), "bool": bool}[t.kind]
+        ok = isinstance(v, py) or isinstance(v, np.generic) and t.kind != "bool"
+        if not ok or (t.kind == "int" and isinstance(v, bool)):
+            return f"expected a host {t.kind}, got {type(v).__name__} {v!r}"
+        return None
+    if isinstance(t, TupleType):
+        if not isinstance(v, tuple) or len(v) != len(t.fields):
+            return f"expected a tuple of {len(t.fields)}, got {_short(v)}"
+        return None
+    if isinstance(t, AdtType):
+        if not isinstance(v, AdtValue):
+            return f"expected a {t} value (AdtValue), got {type(v).__name__}"
+        if v.ctor not in m.ctor_map or m.ctor_map[v.ctor][0].name != t.name:
+            return f"expected a {t} value, got constructor {v.ctor!r}"
+        adt, tag = m.ctor_map[v.ctor]
+        if len(v.fields) != len(adt.ctors[tag].fields):
+            return f"{v.ctor} takes {len(adt.ctors[tag].fields)} field(s), got {len(v.fields)}"
+        return None
+    if isinstance(t, FuncType):
+        return "function values cannot be inputs"
+    return f"unsupported type {t}"
+
+
+def entry_args(m: Module, instance: Any, index: int | None = None) -> tuple[Any, ...]:
+    """The entry function's arguments for one instance, checked.
+
+    An entry with one parameter takes the value itself; with several, a tuple holding
+    one value per parameter.
+    """
+    params = m.main.params
+    args = (instance,) if len(params) == 1 else instance
+    if len(params) != 1 and (not isinstance(args, tuple) or len(args) != len(params)):
+        raise InstanceError(
+            f"{m.entry} takes {len(params)} arguments; pass a tuple of {len(params)} values",
+            index,
+        )
+    for p, a in zip(params, args):
+        check_value(m, a, p.ty, index, f"argument {p.name}")
+    return tuple(args)
+
+
+def check_params(m: Module, params: Mapping[str, np.ndarray]) -> None:
+    """Every declared weight is present with its declared shape and dtype."""
+    for p in m.params:
+        if p.name not in params:
+            raise InstanceError(
+                f"no value for parameter {p.name!r}", hint="pass params=init_params(module)"
+            )
+        err = _mismatch(m, params[p.name], p.ty)
+        if err:
+            raise InstanceError(f"parameter {p.name}: {err}")
+
+
+def init_params(m: Module, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded weights for every declared parameter (uniform in +-1/sqrt(fan_in))."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for p in m.params:
+        fan_in = p.ty.shape[-1] if p.ty.shape else 1
+        bound = 1.0 / np.sqrt(fan_in)
+        out[p.name] = rng.uniform(-bound, bound, size=p.ty.shape).astype(p.ty.dtype)
+    return out

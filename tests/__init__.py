@@ -1,0 +1,1 @@
+"""Tests for acrobat; the layout mirrors the package."""

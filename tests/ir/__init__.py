@@ -1,0 +1,1 @@
+"""Tests of the IR: printer/parser round trips and shared hypothesis strategies."""

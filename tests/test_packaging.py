@@ -1,0 +1,94 @@
+"""pyproject.toml and environment.yml must declare the same dependencies (base, gpu, dev)."""
+
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# PyPI name -> conda-forge name, where the two differ.
+PYPI_TO_CONDA = {
+    "graphviz": "python-graphviz",  # the Python bindings; conda's `graphviz` is the dot binary
+    "cupy-cuda12x": "cupy",  # conda-forge picks the CUDA build itself
+}
+# conda entries with no PyPI counterpart in pyproject.toml.
+CONDA_ONLY = {"python", "pip", "graphviz"}
+CHECKED_EXTRAS = ("gpu", "dev")
+ALL_EXTRAS = {"gpu", "dev", "peers"}
+REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*([<>=!~].*)?$")
+
+
+def normalize(name: str) -> str:
+    """PEP 503 name normalization."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def split_requirement(text: str) -> tuple[str, str]:
+    """Split 'numpy>=1.26' into ('numpy', '>=1.26'); extras and markers are not used here."""
+    match = REQUIREMENT.match(text.strip())
+    assert match, f"unsupported requirement syntax: {text!r}"
+    return normalize(match[1]), (match[2] or "").replace(" ", "")
+
+
+def parse_environment(text: str) -> dict:
+    """Parse the YAML subset environment.yml uses: top-level keys with scalars or lists, and
+    list items indented deeper than a `- pip:` item, which form its pip list."""
+    env: dict = {}
+    key, pip_indent = None, None
+    for raw in text.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
+        if not line:
+            continue
+        indent, item = len(line) - len(line.lstrip()), line.strip()
+        if indent == 0:
+            key, _, value = item.partition(":")
+            env[key], pip_indent = value.strip() or [], None
+        elif item == "- pip:":
+            env["pip"], pip_indent = [], indent
+        elif item.startswith("- "):
+            target = "pip" if pip_indent is not None and indent > pip_indent else key
+            env[target].append(item[2:].strip())
+        else:
+            raise ValueError(f"unsupported YAML line: {raw!r}")
+    return env
+
+
+def load() -> tuple[dict, dict]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    env = parse_environment((ROOT / "environment.yml").read_text())
+    return project, env
+
+
+def test_every_extra_exists():
+    project, _ = load()
+    assert set(project["optional-dependencies"]) == ALL_EXTRAS
+
+
+def test_python_version_matches():
+    project, env = load()
+    conda = dict(split_requirement(dep) for dep in env["dependencies"])
+    assert conda["python"] == project["requires-python"]
+
+
+def test_dependencies_agree():
+    project, env = load()
+    pip_reqs = project["dependencies"] + [
+        dep for extra in CHECKED_EXTRAS for dep in project["optional-dependencies"][extra]
+    ]
+    expected = set()
+    for name, spec in map(split_requirement, pip_reqs):
+        expected.add((PYPI_TO_CONDA.get(name, name), spec))
+    declared = {
+        (name, spec)
+        for name, spec in map(split_requirement, env["dependencies"])
+        if name not in CONDA_ONLY
+    }
+    declared |= {split_requirement(dep) for dep in env.get("pip", []) if not dep.startswith("-e ")}
+    assert declared == expected
+
+
+def test_environment_header():
+    _, env = load()
+    assert env["name"] == "acrobat"
+    assert env["channels"] == ["conda-forge"]
+    assert "pip" in env["dependencies"], "the pip: section needs pip itself"
