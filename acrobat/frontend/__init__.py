@@ -88,6 +88,17 @@ def parse(source: str, sizes: dict[str, int] | None = None, filename: str = "<so
     never executed. Errors are :class:`acrobat.errors.AcrobatError` subclasses.
     """
     try:
+        return _parse(source, sizes, filename)
+    except (RecursionError, MemoryError):
+        raise AcrobatSyntaxError(
+            "the program is nested too deeply to read",
+            Span(filename, 1, 0),
+            hint="split long expressions into several assignments",
+        ) from None
+
+
+def _parse(source: str, sizes: dict[str, int] | None, filename: str) -> Module:
+    try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as err:
         raise AcrobatSyntaxError(

@@ -68,6 +68,7 @@ HOST_BINOPS = {
     ast.Div: "h.truediv",
     ast.FloorDiv: "h.floordiv",
     ast.Mod: "h.mod",
+    ast.Pow: "h.pow",
 }
 COMPARE = {
     ast.Lt: "h.lt",
@@ -143,7 +144,7 @@ class ExprLowerer:
         op = HOST_BINOPS.get(type(node.op))
         if op is None:
             raise AcrobatSyntaxError(f"operator {_op_text(node.op)} is not supported", sp)
-        return OpCall(op, (a, b), span=sp)
+        return fold(OpCall(op, (a, b), span=sp))
 
     def tensor_operand(self, e: Expr, ty: Type, node: ast.expr) -> Expr:
         """A tensor operand; a numeric literal becomes a 0-d float32 tensor constant."""
@@ -358,6 +359,20 @@ class ExprLowerer:
         xs = self.expr(node.args[1])
         extra = tuple(self.expr(a) for a in node.args[2:])
         return Map(node.args[0].id, xs, extra, span=sp)
+
+
+def fold(e: OpCall) -> Expr:
+    """A host op on literals becomes a literal (so ``x * (1.0 / H)`` or ``H ** -0.5`` can
+    scale a tensor); anything else is returned unchanged."""
+    if not all(isinstance(a, Const) and a.ty is None for a in e.args):
+        return e
+    try:
+        value = REGISTRY[e.op].impl(*(a.value for a in e.args))
+    except (ArithmeticError, ValueError):
+        return e  # left for run time, where it raises a located error
+    if type(value) not in (int, float, bool):
+        return e
+    return Const(value, span=e.span)
 
 
 def _op_text(op: ast.AST) -> str:

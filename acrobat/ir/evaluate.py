@@ -22,6 +22,7 @@ from acrobat.ir.nodes import (
     FnCall,
     GlobalRef,
     If,
+    KernelCall,
     Let,
     Map,
     Match,
@@ -102,6 +103,11 @@ class Interpreter:
             for a in e.args:
                 args.append((yield from self.sub(a, env)))
             return (yield self.call(e.fn, args))
+        if t is KernelCall:
+            args = []
+            for a in e.args:
+                args.append((yield from self.sub(a, env)))
+            return (yield self.call(e.kernel, args))
         if t is If:
             c = yield from self.sub(e.cond, env)
             return (yield from self.sub(e.then if c else e.orelse, env))

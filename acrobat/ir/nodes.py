@@ -9,6 +9,7 @@ Expressions::
     Var  Const  ParamRef  GlobalRef                 atoms
     OpCall(op, args, attrs)                         a registered tensor or host op
     FnCall(fn, args)  CtorCall(ctor, args)          global function / ADT constructor
+    KernelCall(kernel, args, depth)                 a kernel: one DFG node at run time
     TupleExpr(fields)  Proj(tup, index)
     Let(bindings, body)                             a block of sequential bindings
     If(cond, then, orelse)  Match(scrutinee, clauses)
@@ -103,6 +104,21 @@ class FnCall(Expr):
 
     fn: str
     args: tuple[Expr, ...]
+    ty: Type | None = _ty()
+    span: Span | None = _span()
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCall(Expr):
+    """A call of a kernel (a ``kind="kernel"`` function): ONE node of the run-time DFG.
+
+    ``depth`` is the static depth given by hoisting (the DFG level the call is recorded
+    at, whatever the dynamic depth); ``None`` means the dynamic depth of the host program.
+    """
+
+    kernel: str
+    args: tuple[Expr, ...]
+    depth: int | None = None
     ty: Type | None = _ty()
     span: Span | None = _span()
 
@@ -268,15 +284,25 @@ class ParamDef:
     span: Span | None = _span()
 
 
+FN = "fn"
+KERNEL = "kernel"
+
+
 @dataclass(frozen=True, slots=True)
 class Function:
-    """A global function."""
+    """A global function; ``kind == "kernel"`` marks a primitive (fused, straight-line)
+    tensor function that the runtime batches as one unit."""
 
     name: str
     params: tuple[Var, ...]
     ret: Type
     body: Expr
+    kind: str = FN
     span: Span | None = _span()
+
+    @property
+    def is_kernel(self) -> bool:
+        return self.kind == KERNEL
 
     @property
     def type(self) -> FuncType:

@@ -530,6 +530,7 @@ _HOST_NUMERIC = {
     "h.truediv": lambda a, b: a / b,
     "h.floordiv": lambda a, b: a // b,
     "h.mod": lambda a, b: a % b,
+    "h.pow": lambda a, b: a**b,
     "h.lt": lambda a, b: a < b,
     "h.le": lambda a, b: a <= b,
     "h.gt": lambda a, b: a > b,

@@ -19,6 +19,8 @@ from typing import Any
 
 from acrobat.errors import IRParseError, Span
 from acrobat.ir.nodes import (
+    FN,
+    KERNEL,
     AdtDef,
     Binding,
     Clause,
@@ -30,6 +32,7 @@ from acrobat.ir.nodes import (
     Function,
     GlobalRef,
     If,
+    KernelCall,
     Let,
     Map,
     Match,
@@ -221,6 +224,7 @@ class _Parser:
         self.adt_names = adts
         self.ctors = ctors
         self.type_params: tuple[str, ...] = ()
+        self.kernels: set[str] = set()
 
     # -- token helpers ------------------------------------------------------------
     def peek(self, ahead: int = 0) -> Token:
@@ -276,14 +280,24 @@ class _Parser:
     # -- declarations -------------------------------------------------------------
     def module(self) -> Module:
         """The whole text: declarations in any order, function bodies parsed last."""
-        decls: dict[str, list] = {"size": [], "param": [], "adt": [], "def": [], "entry": []}
+        decls: dict[str, list] = {
+            "size": [],
+            "param": [],
+            "adt": [],
+            "def": [],
+            "entry": [],
+        }
         while not self.at("eof"):
-            tok = self.expect("name", what="a declaration (size, param, adt, def or entry)")
-            if tok.value not in decls:
+            tok = self.expect("name", what="a declaration (size, param, adt, def, kernel, entry)")
+            kind = "def" if tok.value == "kernel" else tok.value
+            if kind not in decls:
                 raise self.error(
-                    tok, f"unknown declaration {tok.value!r}", "use size, param, adt, def or entry"
+                    tok,
+                    f"unknown declaration {tok.value!r}",
+                    "use size, param, adt, def, kernel or entry",
                 )
-            decls[tok.value].append(getattr(self, "decl_" + tok.value)(tok))
+            decls[kind].append(getattr(self, "decl_" + kind)(tok))
+        self.kernels = {sig[1] for sig in decls["def"] if sig[0].value == "kernel"}
         functions = tuple(self.function_body(*sig) for sig in decls["def"])
         entry = decls["entry"][-1] if decls["entry"] else "main"
         return Module(
@@ -350,7 +364,8 @@ class _Parser:
     def function_body(self, tok, name, params, ret, body_at) -> Function:
         """The function whose signature :meth:`decl_def` read, body parsed now."""
         self.pos = body_at
-        return Function(name, params, ret, self.block(), span=self.span(tok))
+        kind = KERNEL if tok.value == "kernel" else FN
+        return Function(name, params, ret, self.block(), kind, span=self.span(tok))
 
     def binder(self, typed: bool = False) -> Var:
         """``%x: T``; the type may be left out unless ``typed``."""
@@ -460,8 +475,22 @@ class _Parser:
         if tok.kind == "param":
             return ParamRef(tok.value, span=span)
         if self.accept("("):
-            return FnCall(tok.value, tuple(self.comma_list(self.expr, ")")), span=span)
+            args = tuple(self.comma_list(self.expr, ")"))
+            if tok.value in self.kernels:
+                return KernelCall(tok.value, args, span=span)
+            return FnCall(tok.value, args, span=span)
         return GlobalRef(tok.value, span=span)
+
+    def kw_hoist(self, span: Span) -> KernelCall:
+        """``hoist(3) @k(args)``: a kernel call at static depth 3."""
+        self.expect("(")
+        depth = self.expect("int", what="a static depth").value
+        self.expect(")")
+        tok = self.expect("global", what="a kernel like @k")
+        call = self.sigil_expr(tok, self.span(tok))
+        if not isinstance(call, KernelCall):
+            raise self.error(tok, f"{tok.value!r} is not a kernel", "hoist(...) applies to kernels")
+        return KernelCall(call.kernel, call.args, depth, span=span)
 
     def paren_expr(self, span: Span) -> Expr:
         """``()``, ``(e)`` (grouping), ``(e,)`` or ``(e1, e2, ...)``."""

@@ -37,6 +37,7 @@ from acrobat.ir.nodes import (
     FnCall,
     GlobalRef,
     If,
+    KernelCall,
     Let,
     Map,
     Match,
@@ -143,7 +144,8 @@ def print_module(m: Module) -> str:
         lines.append("}")
     for f in m.functions:
         params = ", ".join(p.binder(v) for v in f.params)
-        lines.append(f"def {print_name('@', f.name)}({params}) -> {print_type(f.ret)} {{")
+        keyword = "kernel" if f.is_kernel else "def"
+        lines.append(f"{keyword} {print_name('@', f.name)}({params}) -> {print_type(f.ret)} {{")
         lines.extend(p.block(f.body, 1))
         lines.append("}")
     return "\n".join(lines) + "\n"
@@ -211,6 +213,10 @@ class _Printer:
 
     def _FnCall(self, e: FnCall, indent: int) -> str:
         return f"{print_name('@', e.fn)}({self.args(e.args, indent)})"
+
+    def _KernelCall(self, e: KernelCall, indent: int) -> str:
+        call = f"{print_name('@', e.kernel)}({self.args(e.args, indent)})"
+        return call if e.depth is None else f"hoist({e.depth}) {call}"
 
     def _CtorCall(self, e: CtorCall, indent: int) -> str:
         targs = ""

@@ -18,6 +18,7 @@ from acrobat.ir.nodes import (
     Expr,
     FnCall,
     If,
+    KernelCall,
     Let,
     Map,
     Match,
@@ -38,7 +39,7 @@ def children(e: Expr) -> tuple[Expr, ...]:
     t = type(e)
     if t in ATOMS or t is Phase:
         return ()
-    if t is OpCall or t is FnCall or t is CtorCall:
+    if t is OpCall or t is FnCall or t is CtorCall or t is KernelCall:
         return e.args
     if t is TupleExpr:
         return e.fields
@@ -62,7 +63,7 @@ def with_children(e: Expr, cs: tuple[Expr, ...]) -> Expr:
     t = type(e)
     if t in ATOMS or t is Phase:
         return e
-    if t is OpCall or t is FnCall or t is CtorCall:
+    if t is OpCall or t is FnCall or t is CtorCall or t is KernelCall:
         return dataclasses.replace(e, args=tuple(cs))
     if t is TupleExpr:
         return dataclasses.replace(e, fields=tuple(cs))

@@ -30,6 +30,7 @@ from acrobat.ir.nodes import (
     Function,
     GlobalRef,
     If,
+    KernelCall,
     Let,
     Map,
     Match,
@@ -236,6 +237,15 @@ class FunctionInference:
         for i, (a, p) in enumerate(zip(args, f.params)):
             self.unify(p.ty, a.ty, a.span or e.span, f"argument {i + 1} ({p.name}) of {e.fn}")
         return dataclasses.replace(e, args=args, ty=f.ret)
+
+    def _KernelCall(self, e: KernelCall) -> Expr:
+        f = self.m.function_map.get(e.kernel)
+        if f is None or not f.is_kernel:
+            raise AcrobatNameError(f"call to undefined kernel {e.kernel!r}", e.span)
+        if e.depth is not None and (not isinstance(e.depth, int) or e.depth < 0):
+            raise AcrobatTypeError(f"static depth must be an int >= 0, got {e.depth!r}", e.span)
+        call = self._FnCall(FnCall(e.kernel, e.args, span=e.span))
+        return dataclasses.replace(e, args=call.args, ty=call.ty)
 
     def _CtorCall(self, e: CtorCall) -> Expr:
         if e.ctor not in self.m.ctor_map:

@@ -58,8 +58,9 @@ def values_equal(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0) -> bool:
             if x.ctor != y.ctor or len(x.fields) != len(y.fields):
                 return False
             stack.extend(zip(x.fields, y.fields))
-        elif isinstance(x, tuple) or isinstance(y, tuple):
-            if not (isinstance(x, tuple) and isinstance(y, tuple)) or len(x) != len(y):
+        elif isinstance(x, (tuple, list)) or isinstance(y, (tuple, list)):
+            same_kind = type(x) is type(y) and isinstance(x, (tuple, list))
+            if not same_kind or len(x) != len(y):
                 return False
             stack.extend(zip(x, y))
         elif isinstance(x, np.ndarray) or isinstance(y, np.ndarray):

@@ -4,6 +4,8 @@ Each case marks the offending line with ``# <-``; the test asserts the error cla
 that the error's line is that line.
 """
 
+import contextlib
+
 import pytest
 
 import acrobat
@@ -225,3 +227,13 @@ def test_module_level_code_rejected_with_line():
     with pytest.raises(AcrobatSyntaxError) as info:
         acrobat.parse(src)
     assert info.value.line == 2
+
+
+@pytest.mark.parametrize(
+    "expr", ["-" * 100_000 + "x", " + ".join(["x"] * 5000), "(" * 300 + "x" + ")" * 300]
+)
+def test_huge_or_deep_expressions_give_typed_errors(expr):
+    src = f"def main(x: float) -> float:\n    return {expr}\n"
+    # a module or a typed error are both fine; any other exception fails the test
+    with contextlib.suppress(acrobat.AcrobatError):
+        acrobat.parse(src)

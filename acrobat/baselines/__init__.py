@@ -1,0 +1,1 @@
+"""Baselines: independent references and (later) hand-batched and peer implementations."""

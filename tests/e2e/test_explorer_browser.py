@@ -1,0 +1,165 @@
+"""The served explorer app driven by Debian's Chromium through Playwright.
+
+The app runs exactly as `make explorer` runs it (`panel serve apps/explorer.py`), on a free
+localhost port; the server is stopped at the end whatever happens. Chromium failing to launch
+fails the test (it is never skipped).
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from acrobat import models
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+PANEL = Path(sys.executable).with_name("panel")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TIMEOUT_MS = 60_000
+BROKEN = "def main(x: Tensor[4]) -> Tensor[4]:\n    return x +\n"
+VALID = "def main(x: Tensor[4]) -> Tensor[4]:\n    return tanh(x)\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_until_serving(url: str, server: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"panel serve exited with {server.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    break
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    else:
+        pytest.fail(f"panel serve did not answer {url} in time:\n{log.read_text()}")
+    # That GET ran the app script: a crash in it shows in the log, not in the status code.
+    if "Error running application handler" in log.read_text():
+        pytest.fail(f"apps/explorer.py failed when served:\n{log.read_text()}")
+
+
+@dataclass(frozen=True)
+class Served:
+    """Where the app answers, and the server's log (shown when a test fails)."""
+
+    url: str
+    log: Path
+
+    @contextmanager
+    def log_on_failure(self):
+        try:
+            yield
+        except Exception:
+            print(f"--- panel serve log ---\n{self.log.read_text()[-6000:]}")
+            raise
+
+
+@pytest.fixture(scope="module")
+def explorer(tmp_path_factory):
+    """Serve apps/explorer.py on a free localhost port; stop the server afterwards."""
+    port = _free_port()
+    log = tmp_path_factory.mktemp("explorer") / "panel-serve.log"
+    command = [str(PANEL), "serve", "apps/explorer.py", "--address", "127.0.0.1"]
+    command += ["--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}"]
+    with log.open("w") as out:
+        server = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}/explorer"
+        _wait_until_serving(url, server, log)
+        yield Served(url, log)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=15)
+
+
+@pytest.fixture
+def page(chromium_path):
+    """A fresh Chromium page; the browser is closed afterwards."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(TIMEOUT_MS)
+            yield page
+        finally:
+            browser.close()
+
+
+def _replace_source(page, text: str) -> None:
+    """Select everything in the Ace source editor and paste ``text`` over it."""
+    page.locator(".source-editor .ace_content").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(text)
+
+
+def test_explorer_loads_switches_size_and_survives_errors(explorer, page):
+    from playwright.sync_api import expect
+
+    offsite = []
+
+    def note_offsite(request):
+        parts = urlsplit(request.url)
+        if parts.scheme in ("http", "https", "ws", "wss") and parts.hostname != "127.0.0.1":
+            offsite.append(request.url)
+
+    with explorer.log_on_failure():
+        page.on("request", note_offsite)
+        started = time.monotonic()
+        page.goto(explorer.url)
+        ir = page.locator(".ir-view pre.acrobat-ir")
+        expect(ir).to_contain_text("def @main", timeout=TIMEOUT_MS)
+        print(f"explorer page loaded with IR in {time.monotonic() - started:.2f} s")
+        assert offsite == [], f"the page asked for off-machine resources: {offsite}"
+
+        hidden = models.sizes("treelstm", "tiny")["H"]
+        page.get_by_label("Model").select_option("treelstm")
+        page.get_by_label("Size").select_option("tiny")
+        expect(ir).to_contain_text(f"Tensor[{hidden}]")
+
+        error = page.locator(".compile-error")
+        _replace_source(page, BROKEN)
+        page.locator(".compile-button button").click()
+        expect(error).to_be_visible()
+        expect(error).to_contain_text("line 2")
+        expect(error).to_contain_text("AcrobatSyntaxError")
+
+        _replace_source(page, VALID)
+        page.locator(".compile-button button").click()
+        expect(ir).to_contain_text("tanh(%x)")
+        expect(error).to_be_hidden()
+        assert offsite == [], f"the page asked for off-machine resources: {offsite}"
