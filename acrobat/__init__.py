@@ -9,6 +9,8 @@ The public facade::
     print(module.pretty())                               # the IR as text
 """
 
+from acrobat import models  # the model zoo: acrobat.models.load(...)
+from acrobat.compiler import CompiledProgram, KernelSpec, compile, explain
 from acrobat.errors import (
     AcrobatError,
     AcrobatMatchError,
@@ -24,6 +26,7 @@ from acrobat.errors import (
 )
 from acrobat.frontend import parse
 from acrobat.ir import AdtValue, Module, evaluate, from_list, init_params, to_list, values_equal
+from acrobat.passes.options import CompileOptions
 
 __version__ = "0.1.0"
 
@@ -36,6 +39,12 @@ __all__ = [
     "AcrobatSyntaxError",
     "AcrobatTypeError",
     "AdtValue",
+    "CompileOptions",
+    "CompiledProgram",
+    "KernelSpec",
+    "compile",
+    "explain",
+    "models",
     "EvaluationError",
     "IRParseError",
     "InstanceError",

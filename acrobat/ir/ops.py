@@ -9,7 +9,7 @@ Fusion kinds (used by the fusion pass):
 ``elemwise`` (one input, same shape), ``broadcast`` (numpy broadcasting), ``injective``
 (data movement: reshape/slice/concat/split/transpose), ``reduction`` (sum/mean/max/
 softmax/layer_norm), ``opaque`` (dense/matmul/embed: fusion anchors), ``create``
-(zeros/ones), ``host_read`` (tensor-to-host reads that make control flow
+(zeros/ones), ``ghost`` (depth-only no-ops), ``host_read`` (tensor-to-host reads that make control flow
 tensor-dependent) and ``host`` (scalar arithmetic in the host program).
 """
 
@@ -544,6 +544,18 @@ register("h.neg", 1, "host", lambda a: -a, doc="host negation")(_host_numeric("h
 register("h.and", 2, "host", lambda a, b: a and b, doc="host and")(_host_bool("h.and"))
 register("h.or", 2, "host", lambda a, b: a or b, doc="host or")(_host_bool("h.or"))
 register("h.not", 1, "host", lambda a: not a, doc="host not")(_host_bool("h.not"))
+
+
+# ----------------------------------------------------------------------------- ghost
+
+
+@register("ghost", 0, "ghost", lambda count=1: (), {"count": 1}, doc="a depth-only no-op")
+def _ghost_rule(ts, attrs):
+    """Ghost operators (PAPER.md optimization 6) only advance the dynamic depth."""
+    n = attrs["count"]
+    if not isinstance(n, int) or n < 1:
+        raise AcrobatTypeError(f"ghost: count must be a positive int, got {n!r}")
+    return TupleType(())
 
 
 def resolve_attrs(op: Op, given: dict[str, Any]) -> dict[str, Any]:

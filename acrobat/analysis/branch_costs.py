@@ -1,0 +1,72 @@
+"""Kernel counts per branch: how far each path advances the dynamic depth.
+
+The *cost* of an expression is the number of dynamic-depth steps it always takes:
+each kernel call without a static depth is one step, a ghost op ``count`` steps, a call
+of a non-recursive function its body's cost, ``parallel`` the max over its calls. It is
+``None`` (not fixed) when it depends on the input: a call into recursion, a ``map`` (any
+length), or an ``if``/``match`` whose branches differ. Ghost operators use this.
+"""
+
+from __future__ import annotations
+
+from acrobat.analysis.callgraph import call_graph
+from acrobat.ir.nodes import (
+    Expr,
+    FnCall,
+    If,
+    KernelCall,
+    Let,
+    Map,
+    Match,
+    Module,
+    OpCall,
+    Parallel,
+)
+
+
+class BranchCosts:
+    """Memoized costs of functions, and of expressions on demand."""
+
+    def __init__(self, m: Module):
+        self.m = m
+        self.recursive = call_graph(m).recursive
+        self.memo: dict[str, int | None] = {}
+
+    def function(self, name: str) -> int | None:
+        if name in self.recursive:
+            return None
+        if name not in self.memo:
+            self.memo[name] = self.cost(self.m.function_map[name].body)
+        return self.memo[name]
+
+    def cost(self, e: Expr) -> int | None:
+        t = type(e)
+        if t is Let:
+            total = 0
+            for b in e.bindings:
+                c = self.cost(b.value)
+                if c is None:
+                    return None
+                total += c
+            c = self.cost(e.body)
+            return None if c is None else total + c
+        if t is KernelCall:
+            return 1 if e.depth is None else 0
+        if t is OpCall:
+            return e.attr("count", 1) if e.op == "ghost" else 0
+        if t is FnCall:
+            return self.function(e.fn)
+        if t is Parallel:
+            costs = [self.cost(c) for c in e.calls]
+            return None if None in costs else max(costs)
+        if t is Map:
+            return None
+        if t in (If, Match):
+            arms = [e.then, e.orelse] if t is If else [c.body for c in e.clauses]
+            costs = {self.cost(a) for a in arms}
+            return costs.pop() if len(costs) == 1 else None
+        return 0
+
+    def arms(self, e: If | Match) -> list[int | None]:
+        arms = [e.then, e.orelse] if isinstance(e, If) else [c.body for c in e.clauses]
+        return [self.cost(a) for a in arms]

@@ -1,0 +1,244 @@
+"""Static depths for hoisting (PAPER.md optimization 5), by abstract interpretation.
+
+Every value gets an abstract *depth*: the DFG level after which it is available, or
+TOP (``None``) when it depends on recursion and so has no fixed level. Inputs, weights
+and constants are at 0; a *step* (a tensor op before fusion, a kernel call after) runs
+at the max depth of its operands and its results are one level later; tuples keep a
+depth per field, ADT values the max over their contents; a host value read from a
+tensor is available with that tensor. ``phase()`` makes every live value available
+(depth 0) in the next phase. Function parameters join their call sites'
+arguments (context-insensitive), function results are summaries, and everything is
+iterated to a fixed point.
+
+Termination, without a fixed cap: with every recursive call contributing nothing,
+the longest chain of steps ``L`` through the program is finite (computed on the SCC
+DAG of the call graph). A depth above ``L`` can only be produced by going around a
+recursion cycle, so it is widened to TOP. Depths only grow (all joins are max), over
+the lattice ``{0, ..., L, TOP}`` of height ``L + 2``, so the iteration terminates.
+
+A step whose run depth is an int can be *hoisted*: every execution of it, in every
+instance, has its operands ready by that level, so all of them batch in that bucket
+(leaf embeddings of every tree, the input projections of an RNN). Dynamic code then
+starts after the deepest hoisted level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from acrobat.analysis.callgraph import call_graph
+from acrobat.ir.nodes import (
+    Const,
+    CtorCall,
+    Expr,
+    FnCall,
+    GlobalRef,
+    If,
+    KernelCall,
+    Let,
+    Map,
+    Match,
+    Module,
+    OpCall,
+    Parallel,
+    ParamRef,
+    Phase,
+    Proj,
+    TupleExpr,
+    Var,
+)
+from acrobat.ir.ops import REGISTRY
+from acrobat.ir.traversal import pattern_vars, walk
+from acrobat.ir.types import TupleType
+
+TOP = None
+
+
+def join(a, b):
+    """Least upper bound of two abstract depths."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return tuple(join(x, y) for x, y in zip(a, b))
+    if a is TOP or b is TOP:
+        return TOP
+    return max(flat(a), flat(b))
+
+
+def flat(a):
+    """The depth of a whole value (max over a tuple's fields)."""
+    if isinstance(a, tuple):
+        out = 0
+        for x in a:
+            d = flat(x)
+            if d is TOP:
+                return TOP
+            out = max(out, d)
+        return out
+    return a
+
+
+def is_tensor_step(e: Expr, m: Module) -> bool:
+    """Op-level steps: tensor ops other than host reads."""
+    return isinstance(e, OpCall) and REGISTRY[e.op].kind not in ("host", "host_read", "ghost")
+
+
+def is_kernel_step(e: Expr, m: Module) -> bool:
+    """Kernel-level steps: kernel calls."""
+    return isinstance(e, KernelCall)
+
+
+@dataclass(frozen=True)
+class DepthResult:
+    """Run depth of every step site ``(function, variable)``; TOP is ``None``."""
+
+    sites: dict[tuple[str, str], int | None]
+    cap: int
+
+    @property
+    def static_sites(self) -> dict[tuple[str, str], int]:
+        return {k: v for k, v in self.sites.items() if v is not None}
+
+    @property
+    def max_static(self) -> int:
+        return max(self.static_sites.values(), default=-1)
+
+
+def longest_chain(m: Module, step: Callable[[Expr, Module], bool]) -> int:
+    """Longest chain of steps with recursive calls counted as zero (see module doc)."""
+    cg = call_graph(m)
+    chain: dict[str, int] = {}
+    for scc in cg.sccs:  # callees first
+        for name in scc:
+            total = 0
+            for e in walk(m.function_map[name].body):
+                if step(e, m):
+                    total += 1
+                callee = e.fn if isinstance(e, (FnCall, Map)) else None
+                if callee is not None and callee not in scc:
+                    total += chain.get(callee, 0)
+            chain[name] = total
+    return max(chain.values(), default=0) + 1
+
+
+def static_depths(m: Module, step: Callable[[Expr, Module], bool] = is_kernel_step) -> DepthResult:
+    """Run the abstract interpretation to its fixed point."""
+    cap = longest_chain(m, step)
+    params = {
+        f.name: [0 if f.name == m.entry else _bottom(p.ty) for p in f.params] for f in m.functions
+    }
+    returns: dict[str, object] = {f.name: _bottom(f.ret) for f in m.functions}
+    sites: dict[tuple[str, str], object] = {}
+    changed = True
+    while changed:
+        changed = False
+        for f in m.functions:
+            if f.is_kernel:
+                continue
+            interp = _Interp(m, f.name, cap, step, params, returns, sites)
+            env = {p.name: d for p, d in zip(f.params, params[f.name])}
+            ret = interp.value(f.body, env)
+            new = _widen(join(returns[f.name], ret), cap)
+            if new != returns[f.name]:
+                returns[f.name] = new
+                changed = True
+            changed |= interp.changed
+    return DepthResult({k: flat(v) for k, v in sites.items()}, cap)
+
+
+def _bottom(ty):
+    if isinstance(ty, TupleType):
+        return tuple(_bottom(t) for t in ty.fields)
+    return 0
+
+
+def _widen(a, cap):
+    if isinstance(a, tuple):
+        return tuple(_widen(x, cap) for x in a)
+    return TOP if a is TOP or a > cap else a
+
+
+class _Interp:
+    def __init__(self, m, fn, cap, step, params, returns, sites):
+        self.m, self.fn, self.cap, self.step = m, fn, cap, step
+        self.params, self.returns, self.sites = params, returns, sites
+        self.changed = False
+
+    def call(self, callee: str, args: list) -> object:
+        old = self.params[callee]
+        new = [_widen(join(o, a), self.cap) for o, a in zip(old, args)]
+        if new != old:
+            self.params[callee] = new
+            self.changed = True
+        return self.returns[callee]
+
+    def value(self, e: Expr, env: dict) -> object:
+        t = type(e)
+        if t is Var:
+            return env.get(e.name, 0)
+        if t in (Const, ParamRef, GlobalRef, Phase):
+            return 0
+        if t is Let:
+            for b in e.bindings:
+                if isinstance(b.value, Phase):
+                    for k in env:
+                        env[k] = _reset(env[k])
+                d = self.value(b.value, env)
+                if self.step(b.value, self.m):
+                    run = flat(tuple(self.value(a, env) for a in b.value.args))
+                    key = (self.fn, b.var.name)
+                    old = self.sites.get(key, 0)
+                    new = TOP if run is TOP or old is TOP else max(old, run)
+                    self.sites[key] = new
+                env[b.var.name] = d
+            return self.value(e.body, env)
+        if self.step(e, self.m):
+            run = flat(tuple(self.value(a, env) for a in e.args))
+            out = TOP if run is TOP else _widen(run + 1, self.cap)
+            return _like(e.ty, out)
+        if t is OpCall:
+            return flat(tuple(self.value(a, env) for a in e.args))
+        if t is KernelCall or t is FnCall:
+            args = [self.value(a, env) for a in e.args]
+            if t is KernelCall:
+                run = flat(tuple(args))
+                return _like(e.ty, TOP if run is TOP else _widen(run + 1, self.cap))
+            return self.call(e.fn, args)
+        if t is TupleExpr:
+            return tuple(self.value(x, env) for x in e.fields)
+        if t is Proj:
+            tup = self.value(e.tup, env)
+            return tup[e.index] if isinstance(tup, tuple) else tup
+        if t is CtorCall:
+            return flat(tuple(self.value(a, env) for a in e.args))
+        if t is Parallel:
+            return tuple(self.value(c, env) for c in e.calls)
+        if t is Map:
+            xs = flat(self.value(e.xs, env))
+            extra = [self.value(a, env) for a in e.extra]
+            return flat(self.call(e.fn, [xs, *extra]))
+        if t is If:
+            self.value(e.cond, env)
+            return join(self.value(e.then, env), self.value(e.orelse, env))
+        if t is Match:
+            d = flat(self.value(e.scrutinee, env))
+            results = []
+            for c in e.clauses:
+                for v in pattern_vars(c.pattern):
+                    env[v.name] = _like(v.ty, d)
+                results.append(self.value(c.body, env))
+            out = results[0]
+            for r in results[1:]:
+                out = join(out, r)
+            return out
+        return 0
+
+
+def _like(ty, d):
+    """An abstract depth shaped like values of ``ty`` (per tuple field)."""
+    if isinstance(ty, TupleType):
+        return tuple(_like(t, d) for t in ty.fields)
+    return d
+
+
+def _reset(a):
+    return tuple(_reset(x) for x in a) if isinstance(a, tuple) else 0

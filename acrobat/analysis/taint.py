@@ -1,0 +1,267 @@
+"""Taint analyses: model-parameter taint (MPTA), instance taint, tensor-dependent control.
+
+**Model-parameter taint** (PAPER.md optimization 1). An abstract value is ``None`` (not a
+weight), a weight name, or a tuple of abstract values (weights passed inside a tuple).
+Analysis is context-sensitive: a function is analysed once per distinct *context* — the
+tuple of abstract values of its parameters at a call site — starting from the entry with
+no weights. Contexts are found by a worklist; there are finitely many (weights and arity
+are finite), so it terminates. Function values only ever appear as the static function
+of ``map`` (the language has no first-class closures), so their points-to sets are
+singletons and need no iteration. Unlike the artifact, mutual recursion is handled:
+contexts flow around any cycle of the call graph.
+
+**Taint classes** for the explorer and the compiler, per variable, ordered
+``parameter < instance < tensor-dependent``: *parameter* values depend only on weights
+and constants; *instance* values on per-instance inputs; *tensor-dependent* values are
+host values read from tensors (``item``/``argmax``) or derived from them. Classes are
+joined over call sites and iterated to a fixed point (a finite lattice, monotone joins).
+Branches whose condition is tensor-dependent need fibers at run time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from acrobat.ir.nodes import (
+    Const,
+    Expr,
+    FnCall,
+    Function,
+    GlobalRef,
+    If,
+    KernelCall,
+    Let,
+    Map,
+    Match,
+    Module,
+    OpCall,
+    ParamRef,
+    Phase,
+    Proj,
+    TupleExpr,
+    Var,
+)
+from acrobat.ir.ops import REGISTRY
+from acrobat.ir.traversal import children, pattern_vars, walk
+
+AbsVal = Any  # None | str | tuple[AbsVal, ...]
+Context = tuple  # one AbsVal per function parameter
+
+
+def has_weight(a: AbsVal) -> bool:
+    if isinstance(a, str):
+        return True
+    return isinstance(a, tuple) and any(has_weight(x) for x in a)
+
+
+def all_weights(a: AbsVal) -> bool:
+    if isinstance(a, str):
+        return True
+    return isinstance(a, tuple) and all(all_weights(x) for x in a)
+
+
+def weights_in(a: AbsVal) -> list[str]:
+    if isinstance(a, str):
+        return [a]
+    if isinstance(a, tuple):
+        return [w for x in a for w in weights_in(x)]
+    return []
+
+
+class AbstractEval:
+    """Evaluates weight abstract values over a function body for one context."""
+
+    def __init__(self, fn: Function, ctx: Context):
+        self.env: dict[str, AbsVal] = {p.name: a for p, a in zip(fn.params, ctx)}
+
+    def value(self, e: Expr) -> AbsVal:
+        t = type(e)
+        if t is ParamRef:
+            return e.name
+        if t is Var:
+            return self.env.get(e.name)
+        if t is TupleExpr:
+            fields = tuple(self.value(f) for f in e.fields)
+            return fields if has_weight(fields) else None
+        if t is Proj:
+            tup = self.value(e.tup)
+            return tup[e.index] if isinstance(tup, tuple) else None
+        if t is Let:
+            for b in e.bindings:
+                self.env[b.var.name] = self.value(b.value)
+            return self.value(e.body)
+        if t is If:
+            a, b = self.value(e.then), self.value(e.orelse)
+            return a if a == b else None
+        if t is Match:
+            outs = [self.value(c.body) for c in e.clauses]
+            return outs[0] if all(o == outs[0] for o in outs) else None
+        return None
+
+    def context_of(self, args: tuple[Expr, ...]) -> Context:
+        return tuple(
+            self.value(a) if type(a) in (Var, ParamRef, TupleExpr, Proj) else None for a in args
+        )
+
+
+@dataclass(frozen=True)
+class MptaResult:
+    """Every (function, context) reached from the entry, in discovery order."""
+
+    contexts: dict[str, list[Context]]
+
+    def specialized(self) -> dict[str, int]:
+        """Functions analysed in more than one weight context, with the count."""
+        return {f: len(cs) for f, cs in self.contexts.items() if len(cs) > 1}
+
+
+def call_sites(body: Expr):
+    """(callee, args) of every function call in a body, with map's element as None."""
+    for e in walk(body):
+        if isinstance(e, FnCall):
+            yield e, e.fn, e.args
+        elif isinstance(e, Map):
+            yield e, e.fn, (None, *e.extra)
+
+
+def model_parameter_taint(m: Module) -> MptaResult:
+    """Contexts of every reachable function (worklist from the entry)."""
+    contexts: dict[str, list[Context]] = {m.entry: [tuple(None for _ in m.main.params)]}
+    work = [(m.entry, contexts[m.entry][0])]
+    while work:
+        name, ctx = work.pop(0)
+        fn = m.function_map[name]
+        ev = AbstractEval(fn, ctx)
+        ev.value(fn.body)  # fills the environment (bindings are unique per function)
+        for _, callee, args in call_sites(fn.body):
+            if m.function_map[callee].is_kernel:
+                continue
+            cctx = tuple(None if a is None else ev.value(a) for a in args)
+            known = contexts.setdefault(callee, [])
+            if cctx not in known:
+                known.append(cctx)
+                work.append((callee, cctx))
+    return MptaResult(contexts)
+
+
+PARAMETER, INSTANCE, TENSOR_DEPENDENT = "parameter", "instance", "tensor-dependent"
+_RANK = {PARAMETER: 0, INSTANCE: 1, TENSOR_DEPENDENT: 2}
+
+
+def join(*classes: str) -> str:
+    return max(classes, key=_RANK.__getitem__, default=PARAMETER)
+
+
+@dataclass
+class TaintResult:
+    """Taint class of every variable, per function, and where control needs tensors."""
+
+    classes: dict[str, dict[str, str]] = field(default_factory=dict)
+    returns: dict[str, str] = field(default_factory=dict)
+    tensor_dependent_branches: list[tuple[str, str]] = field(default_factory=list)
+    fiber_functions: frozenset[str] = frozenset()
+
+    def of(self, fn: str, var: str) -> str:
+        return self.classes[fn][var]
+
+
+def taint(m: Module) -> TaintResult:
+    """Instance and tensor-dependent taint of every variable (fixed point over calls)."""
+    params = {f.name: [PARAMETER] * len(f.params) for f in m.functions}
+    params[m.entry] = [INSTANCE] * len(m.main.params)
+    returns = {f.name: PARAMETER for f in m.functions}
+    result = TaintResult()
+    changed = True
+    while changed:
+        changed = False
+        for f in m.functions:
+            env = dict(zip((p.name for p in f.params), params[f.name]))
+            ret = _Classify(env, returns).value(f.body)
+            result.classes[f.name] = env
+            if join(ret, returns[f.name]) != returns[f.name]:
+                returns[f.name] = join(ret, returns[f.name])
+                changed = True
+            for callee, classes in _argument_classes(f.body, env, returns):
+                new = [join(a, b) for a, b in zip(params[callee], classes)]
+                if new != params[callee]:
+                    params[callee] = new
+                    changed = True
+    result.returns = returns
+    _control(m, result)
+    return result
+
+
+class _Classify:
+    """One pass over a function body computing the class of each binding into ``env``."""
+
+    def __init__(self, env: dict[str, str], returns: dict[str, str]):
+        self.env, self.returns = env, returns
+
+    def value(self, e: Expr) -> str:
+        t = type(e)
+        if t is Var:
+            return self.env.get(e.name, PARAMETER)
+        if t in (Const, ParamRef, GlobalRef, Phase):
+            return PARAMETER
+        if t is Let:
+            for b in e.bindings:
+                self.env[b.var.name] = self.value(b.value)
+            return self.value(e.body)
+        if t is OpCall:
+            c = join(*(self.value(a) for a in e.args))
+            if REGISTRY[e.op].reads_tensor_to_host and c != PARAMETER:
+                return TENSOR_DEPENDENT
+            return c
+        if t is If:
+            return join(self.value(e.cond), self.value(e.then), self.value(e.orelse))
+        if t is Match:
+            c = self.value(e.scrutinee)
+            outs = []
+            for cl in e.clauses:
+                for v in pattern_vars(cl.pattern):
+                    self.env[v.name] = c
+                outs.append(self.value(cl.body))
+            return join(c, *outs)
+        parts = [self.value(c) for c in children(e)]
+        if t in (FnCall, KernelCall, Map):
+            parts.append(self.returns.get(e.fn if t is not KernelCall else e.kernel, PARAMETER))
+        return join(*parts)
+
+
+def _argument_classes(body: Expr, env: dict[str, str], returns: dict[str, str]):
+    """(callee, class of each argument) for every call in ``body``."""
+    cls = _Classify(dict(env), returns).value
+    for e in walk(body):
+        if isinstance(e, FnCall):
+            yield e.fn, [cls(a) for a in e.args]
+        elif isinstance(e, Map):
+            yield e.fn, [cls(e.xs)] + [cls(a) for a in e.extra]
+
+
+def _control(m: Module, result: TaintResult) -> None:
+    """Branches on tensor-dependent conditions, and the functions that reach them."""
+    direct = set()
+    for f in m.functions:
+        env = result.classes[f.name]
+        for e in walk(f.body):
+            cond = e.cond if isinstance(e, If) else e.scrutinee if isinstance(e, Match) else None
+            if cond is not None and _Classify(env, result.returns).value(cond) == TENSOR_DEPENDENT:
+                what = cond.name if isinstance(cond, Var) else type(cond).__name__
+                result.tensor_dependent_branches.append((f.name, what))
+                direct.add(f.name)
+            if isinstance(e, OpCall) and REGISTRY[e.op].reads_tensor_to_host:
+                direct.add(f.name)
+    # a function needs a fiber if it reads tensors or calls one that does
+    from acrobat.analysis.callgraph import call_graph
+
+    cg = call_graph(m)
+    fibers = set(direct)
+    changed = True
+    while changed:
+        changed = False
+        for f, cs in cg.callees.items():
+            if f not in fibers and any(c in fibers for c in cs):
+                fibers.add(f)
+                changed = True
+    result.fiber_functions = frozenset(fibers)

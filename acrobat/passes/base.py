@@ -1,0 +1,135 @@
+"""Pass infrastructure: passes, the context they share, the pipeline and its instruments.
+
+A pass is a small object with a ``name`` and ``apply(module, ctx) -> module``; it never
+mutates its input (IR nodes are frozen). Passes that derive new weights at compile time
+(folding weight-only expressions, concatenating weights) add them to ``ctx.params``
+under new names and record what they did in ``ctx.notes``; existing entries are never
+changed. Instruments are called before and after every pass: one records the IR text
+of each step as a :class:`~acrobat.trace.PassApplied` event for the explorer's pass-diff
+view, another runs the verifier between passes in tests.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from acrobat.ir.nodes import Function, Module
+from acrobat.ir.traversal import bound_vars
+from acrobat.ir.verify import verify
+from acrobat.passes.options import CompileOptions
+from acrobat.trace import PassApplied, Trace
+
+
+@dataclass
+class PassContext:
+    """What passes share: options, weights (incl. derived ones), facts and notes."""
+
+    options: CompileOptions
+    params: dict[str, np.ndarray]
+    facts: dict[str, Any] = field(default_factory=dict)
+    log: list[tuple[str, str]] = field(default_factory=list)
+    last_notes: list[str] = field(default_factory=list)
+
+    def note(self, pass_name: str, text: str) -> None:
+        """Record one human-readable line about what a pass did (for ``explain``)."""
+        self.log.append((pass_name, text))
+
+    @property
+    def notes(self) -> dict[str, list[str]]:
+        """Notes grouped by pass name (all runs of a pass together)."""
+        out: dict[str, list[str]] = {}
+        for name, text in self.log:
+            out.setdefault(name, []).append(text)
+        return out
+
+
+class Pass(Protocol):
+    """A module-to-module transformation."""
+
+    name: str
+
+    def apply(self, module: Module, ctx: PassContext) -> Module: ...
+
+
+class Instrument:
+    """Hooks around every pass of a :class:`Pipeline`."""
+
+    def before(self, p: Pass, module: Module, ctx: PassContext) -> None:
+        """Called before ``p`` runs."""
+
+    def after(self, p: Pass, before: Module, after: Module, ctx: PassContext, ms: float) -> None:
+        """Called after ``p`` ran, with its input and output; ``ctx.last_notes`` holds
+        the notes this run of ``p`` made."""
+
+
+class TraceInstrument(Instrument):
+    """Records the IR text before and after each pass as a ``PassApplied`` event."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+
+    def after(self, p, before, after, ctx, ms):
+        summary = "\n".join(ctx.last_notes)
+        self.trace.emit(PassApplied(p.name, before.pretty(), after.pretty(), summary, ms))
+
+
+class VerifyInstrument(Instrument):
+    """Runs the IR verifier after every pass (used by the tests)."""
+
+    def __init__(self, anf_after: set[str] | None = None):
+        self.anf_after = anf_after or set()
+        self.anf = False
+
+    def after(self, p, before, after, ctx, ms):
+        self.anf = self.anf or p.name in self.anf_after
+        verify(after, anf=self.anf)
+
+
+@dataclass
+class Pipeline:
+    """An ordered list of passes run with instruments."""
+
+    passes: list[Pass]
+    instruments: list[Instrument] = field(default_factory=list)
+
+    def run(self, module: Module, ctx: PassContext) -> Module:
+        for p in self.passes:
+            for ins in self.instruments:
+                ins.before(p, module, ctx)
+            mark = len(ctx.log)
+            t0 = time.perf_counter()
+            out = p.apply(module, ctx)
+            ms = (time.perf_counter() - t0) * 1e3
+            ctx.last_notes = [text for _, text in ctx.log[mark:]]
+            for ins in self.instruments:
+                ins.after(p, module, out, ctx, ms)
+            module = out
+        return module
+
+
+class NameSupply:
+    """Fresh variable names for one function (names are unique per function)."""
+
+    def __init__(self, fn: Function):
+        self.used = {p.name for p in fn.params} | {v.name for v in bound_vars(fn.body)}
+
+    def fresh(self, base: str) -> str:
+        base = base.rstrip("0123456789_") or "t"
+        k = 0
+        while True:
+            k += 1
+            name = f"{base}_{k}"
+            if name not in self.used:
+                self.used.add(name)
+                return name
+
+
+def map_functions(module: Module, fn) -> Module:
+    """``module`` with ``fn`` applied to every function (in order)."""
+    import dataclasses
+
+    return dataclasses.replace(module, functions=tuple(fn(f) for f in module.functions))

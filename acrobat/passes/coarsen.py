@@ -1,0 +1,188 @@
+"""CoarsenGrains: one DFG node per straight-line run of kernels (PAPER.md optimization 3).
+
+Pattern: consecutive kernel calls in a block, with only projections, tuples and host
+arithmetic between them — e.g. the embedding and the gate kernel of a TreeLSTM leaf, or
+an attention block's projections, scores and output. Steps: merge each maximal run into
+ONE kernel whose body is the runs' bodies in order (inputs: what the run reads from
+outside, outputs: what is used after it), so at run time it is one record, one schedule
+entry and one dispatch per batch (the artifact's ``CoarsenPrimitiveFuncGranularity``).
+A run ends at control flow, function calls, constructors, tensor-to-host reads and
+``phase()``; hoisted (static-depth) and dynamic calls are never mixed, and two hoisted
+calls merge only at the same static depth or when the later one reads the earlier one
+(the merged node then runs at the earlier depth: every input it reads from outside is
+ready there, since inputs are ready at or before each member's own depth). The merged
+kernel keeps the fusion groups of its members (``coarse_groups`` in the kernel spec) so
+GPU code generation can still launch one fused kernel per group.
+
+Needs: kernels, ANF. Guarantees: ANF, same results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from acrobat.ir.nodes import (
+    KERNEL,
+    Binding,
+    Expr,
+    Function,
+    KernelCall,
+    Let,
+    Module,
+    OpCall,
+    Proj,
+    TupleExpr,
+    Var,
+)
+from acrobat.ir.ops import REGISTRY
+from acrobat.ir.traversal import post_order_map, walk
+from acrobat.ir.types import TupleType
+from acrobat.passes.base import NameSupply, PassContext
+from acrobat.passes.fuse import _canonical, uses
+
+
+def _passive(v: Expr) -> bool:
+    """Bindings a run may step over (no effect on the DFG or on depth)."""
+    return isinstance(v, (Var, Proj, TupleExpr)) or (
+        isinstance(v, OpCall) and REGISTRY[v.op].kind == "host"
+    )
+
+
+class CoarsenGrains:
+    """Merge runs of kernel calls into single kernels."""
+
+    name = "CoarsenGrains"
+
+    def apply(self, module: Module, ctx: PassContext) -> Module:
+        if not ctx.options.coarsening:
+            return module
+        self.m = module
+        self.new: dict[tuple, Function] = {}
+        self.groups: dict[str, list[list[str]]] = ctx.facts.setdefault("coarse_groups", {})
+        self.merged = 0
+        fns = []
+        for f in module.functions:
+            if f.is_kernel:
+                fns.append(f)
+                continue
+            names = NameSupply(f)
+            body = post_order_map(f.body, lambda e, f=f, names=names: self.block(e, f, names))
+            fns.append(dataclasses.replace(f, body=body))
+        used = {x.kernel for f in fns for x in walk(f.body) if isinstance(x, KernelCall)}
+        kernels = [f for f in fns if not f.is_kernel or f.name in used]
+        kernels += [k for k in self.new.values()]
+        ctx.note(self.name, f"{self.merged} run(s) of kernel calls merged into one node each")
+        return dataclasses.replace(module, functions=tuple(kernels))
+
+    def block(self, e: Expr, f: Function, names: NameSupply) -> Expr:
+        if not isinstance(e, Let):
+            return e
+        bs = list(e.bindings)
+        later = [set() for _ in range(len(bs) + 1)]
+        later[len(bs)] = uses(e.body)
+        for i in range(len(bs) - 1, -1, -1):
+            later[i] = later[i + 1] | uses(bs[i].value)
+        out: list[Binding] = []
+        run: list[Binding] = []  # kernel calls and the passive bindings between them
+
+        def flush(i: int) -> None:
+            nonlocal run
+            calls = [b for b in run if isinstance(b.value, KernelCall)]
+            if len(calls) < 2:
+                out.extend(run)
+            else:
+                out.extend(self.merge(run, later[i], f, names))
+            run = []
+
+        for i, b in enumerate(bs):
+            v = b.value
+            if isinstance(v, KernelCall):
+                if run and not self.compatible(run, v):
+                    flush(i)
+                run.append(b)
+            elif run and _passive(v):
+                run.append(b)
+            else:
+                flush(i)
+                out.append(b)
+        flush(len(bs))
+        return dataclasses.replace(e, bindings=tuple(out))
+
+    def compatible(self, run: list[Binding], v: KernelCall) -> bool:
+        first = next(b.value for b in run if isinstance(b.value, KernelCall))
+        if (first.depth is None) != (v.depth is None):
+            return False
+        if v.depth is None or v.depth == first.depth:
+            return True
+        defined = {b.var.name for b in run}
+        return bool(uses(v) & defined)
+
+    def merge(self, run: list[Binding], used_after: set[str], f: Function, names: NameSupply):
+        """One kernel for a run; passive host bindings stay outside, before the call."""
+        inner: list[Binding] = []
+        outside: list[Binding] = []
+        groups: list[list[str]] = []
+        defined: set[str] = set()
+        inputs: list[Var] = []
+        seen: set[str] = set()
+        for b in run:
+            v = b.value
+            if isinstance(v, KernelCall):
+                k = self.m.function_map[v.kernel]
+                inlined, out_expr = _inline_kernel(k, v.args, names)
+                inner.extend(inlined)
+                inner.append(Binding(b.var, out_expr))
+                groups.append(self.groups.get(v.kernel, [v.kernel]))
+            elif isinstance(v, OpCall):  # host arithmetic: computed on the host, before
+                outside.append(b)
+                continue
+            else:
+                inner.append(b)
+            for x in walk(v):
+                if isinstance(x, Var) and x.name not in defined and x.name not in seen:
+                    seen.add(x.name)
+                    inputs.append(x)
+            defined.add(b.var.name)
+        outs = [b.var for b in run if b.var.name in used_after and b.var.name in defined]
+        if not outs:
+            outs = [inner[-1].var]
+        result = (
+            outs[0]
+            if len(outs) == 1
+            else TupleExpr(tuple(outs), ty=TupleType(tuple(o.ty for o in outs)))
+        )
+        params = tuple(Var(x.name, ty=x.ty) for x in inputs)
+        body = Let(tuple(inner), result, ty=result.ty)
+        depth = next(b.value.depth for b in run if isinstance(b.value, KernelCall))
+        key = _canonical(Function("", params, result.ty, body, KERNEL))
+        if key not in self.new:
+            name = f"{f.name}_node{sum(1 for k in self.new.values() if k.name.startswith(f.name + '_node'))}"
+            self.new[key] = Function(name, params, result.ty, body, KERNEL)
+            self.groups[name] = [g for gs in groups for g in gs]
+        kernel = self.new[key]
+        self.merged += 1
+        call = KernelCall(kernel.name, tuple(inputs), depth, ty=kernel.ret)
+        if len(outs) == 1:
+            return outside + [Binding(outs[0], call)]
+        tmp = Var(names.fresh("n"), ty=kernel.ret)
+        return (
+            outside
+            + [Binding(tmp, call)]
+            + [Binding(o, Proj(tmp, j, ty=o.ty)) for j, o in enumerate(outs)]
+        )
+
+
+def _inline_kernel(k: Function, args, names: NameSupply) -> tuple[list[Binding], Expr]:
+    """A kernel body with its parameters replaced by ``args`` and fresh inner names."""
+    mapping: dict[str, Expr] = {p.name: a for p, a in zip(k.params, args)}
+    body = k.body
+    bindings = body.bindings if isinstance(body, Let) else ()
+    for b in bindings:
+        mapping[b.var.name] = Var(names.fresh(b.var.name), ty=b.var.ty)
+
+    def ren(e: Expr) -> Expr:
+        return mapping.get(e.name, e) if isinstance(e, Var) else e
+
+    out = [Binding(mapping[b.var.name], post_order_map(b.value, ren)) for b in bindings]
+    result = post_order_map(body.body if isinstance(body, Let) else body, ren)
+    return out, result

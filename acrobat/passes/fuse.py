@@ -1,0 +1,209 @@
+"""FuseOps: group tensor ops into kernels (PAPER.md optimization 2, vertical fusion).
+
+Pattern: in each straight-line block, runs of tensor ops connected by dataflow, e.g.
+``dense -> split -> sigmoid/tanh -> mul -> add``. Rules, by op kind: an *opaque* op
+(dense, matmul, embed, batch_matmul) always starts a new group (it is the group's
+anchor); an elementwise, broadcast, injective, reduction or creation op joins the open
+group if it uses a value of that group, else starts one; projections of a tuple made in
+the group stay in it. A group is closed by anything that is not a tensor op and uses one
+of its values, and by calls, control flow, constructors, tensor-to-host reads and
+``phase()``. Ops that hoisting can give a static depth never share a group with ops
+that cannot (otherwise hoisting would be lost), using :mod:`acrobat.analysis.depth`.
+
+Each group becomes a kernel function (``kernel @<fn>_k<n>``) whose parameters are the
+batched values it reads (tensors, and host ints such as embedding ids) — weights appear
+inside it as ``$W`` — and whose result is the tuple of values used after the group. The
+call site is ``let %g = @<fn>_k<n>(...)`` plus projections binding the original names,
+so the rest of the block is unchanged. Structurally identical kernels (same ops, same
+weights: e.g. from inlining one helper in two places) are shared, so they batch together.
+
+Correctness: a group is contiguous in the block and closed before any use of its values
+outside it, so moving its ops into one call placed at the group's end keeps every
+operand defined before use. With ``options.fusion`` off every op is its own kernel.
+
+Needs: ANF. Guarantees: ANF; every tensor op except host reads is inside a kernel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from acrobat.analysis.depth import is_tensor_step, static_depths
+from acrobat.ir.nodes import (
+    KERNEL,
+    Binding,
+    Expr,
+    Function,
+    KernelCall,
+    Let,
+    Module,
+    OpCall,
+    Proj,
+    TupleExpr,
+    Var,
+)
+from acrobat.ir.ops import REGISTRY
+from acrobat.ir.traversal import post_order_map, walk
+from acrobat.ir.types import TupleType
+from acrobat.passes.base import NameSupply, PassContext
+
+FUSABLE = ("elemwise", "broadcast", "injective", "reduction", "create", "opaque")
+
+
+def kernel_op(v: Expr) -> bool:
+    return isinstance(v, OpCall) and REGISTRY[v.op].kind in FUSABLE
+
+
+def uses(e: Expr) -> set[str]:
+    return {x.name for x in walk(e) if isinstance(x, Var)}
+
+
+@dataclasses.dataclass
+class _Group:
+    members: list[Binding]
+    static: bool
+    defined: set[str]
+    has_anchor: bool
+
+
+class FuseOps:
+    """Turn tensor ops into kernel functions and kernel calls."""
+
+    name = "FuseOps"
+
+    def apply(self, module: Module, ctx: PassContext) -> Module:
+        depth = static_depths(module, is_tensor_step) if ctx.options.hoisting else None
+        self.kernels: dict[tuple, Function] = {}
+        self.sites = 0
+        fns = [self.function(module, f, depth, ctx) for f in module.functions]
+        ctx.note(
+            self.name,
+            f"{self.sites} op group(s) -> {len(self.kernels)} distinct kernel(s)",
+        )
+        return dataclasses.replace(module, functions=tuple(fns) + tuple(self.kernels.values()))
+
+    def function(self, m: Module, f: Function, depth, ctx) -> Function:
+        if f.is_kernel:
+            return f
+        names = NameSupply(f)
+        static = set()
+        if depth is not None:
+            static = {v for (fn, v), d in depth.static_sites.items() if fn == f.name}
+
+        def block(e: Expr) -> Expr:
+            if not isinstance(e, Let):
+                return e
+            return self.fuse_block(e, f.name, names, static, ctx.options.fusion)
+
+        return dataclasses.replace(f, body=post_order_map(f.body, block))
+
+    def fuse_block(self, e: Let, fn: str, names: NameSupply, static: set[str], fusion: bool):
+        bs = list(e.bindings)
+        later = [set() for _ in range(len(bs) + 1)]  # names used at positions > i
+        later[len(bs)] = uses(e.body)
+        for i in range(len(bs) - 1, -1, -1):
+            later[i] = later[i + 1] | uses(bs[i].value)
+        out: list[Binding] = []
+        group: _Group | None = None
+
+        def close(i: int) -> None:
+            nonlocal group
+            if group is not None:
+                out.extend(self.emit(group, later[i], fn, names))
+                group = None
+
+        for i, b in enumerate(bs):
+            v = b.value
+            if kernel_op(v):
+                is_static = b.var.name in static
+                opaque = REGISTRY[v.op].kind == "opaque"
+                joins = (
+                    fusion
+                    and group is not None
+                    and group.static == is_static
+                    and not opaque
+                    and bool(uses(v) & group.defined)
+                )
+                if not joins:
+                    close(i)
+                    group = _Group([], is_static, set(), opaque)
+                group.members.append(b)
+                group.defined.add(b.var.name)
+            elif (
+                group is not None
+                and isinstance(v, Proj)
+                and isinstance(v.tup, Var)
+                and (v.tup.name in group.defined)
+            ):
+                group.members.append(b)
+                group.defined.add(b.var.name)
+            else:
+                if group is not None and (uses(v) & group.defined or _closes(v)):
+                    close(i)
+                out.append(b)
+        close(len(bs))
+        return dataclasses.replace(e, bindings=tuple(out))
+
+    def emit(self, g: _Group, used_after: set[str], fn: str, names: NameSupply) -> list[Binding]:
+        """The kernel call for one group, and projections binding its outputs."""
+        self.sites += 1
+        inputs: list[Var] = []
+        seen = set()
+        for b in g.members:
+            for x in walk(b.value):
+                if isinstance(x, Var) and x.name not in g.defined and x.name not in seen:
+                    seen.add(x.name)
+                    inputs.append(x)
+        outs = [b.var for b in g.members if b.var.name in used_after]
+        if not outs:
+            outs = [g.members[-1].var]
+        kernel = self.kernel_for(g, inputs, outs, fn)
+        ret = kernel.ret
+        call = KernelCall(kernel.name, tuple(inputs), ty=ret)
+        if len(outs) == 1:
+            return [Binding(outs[0], call)]
+        tmp = Var(names.fresh("k"), ty=ret)
+        bind = [Binding(tmp, call)]
+        bind += [Binding(o, Proj(tmp, j, ty=o.ty)) for j, o in enumerate(outs)]
+        return bind
+
+    def kernel_for(self, g: _Group, inputs: list[Var], outs: list[Var], fn: str) -> Function:
+        params = tuple(Var(x.name, ty=x.ty) for x in inputs)
+        result = (
+            outs[0]
+            if len(outs) == 1
+            else TupleExpr(tuple(outs), ty=TupleType(tuple(o.ty for o in outs)))
+        )
+        body = Let(tuple(g.members), result, ty=result.ty)
+        fnk = Function("", params, result.ty, body, KERNEL)
+        key = _canonical(fnk)
+        if key not in self.kernels:
+            name = f"{fn}_k{sum(1 for k in self.kernels.values() if k.name.startswith(fn + '_k'))}"
+            self.kernels[key] = dataclasses.replace(fnk, name=name)
+        return self.kernels[key]
+
+
+def _closes(v: Expr) -> bool:
+    """Bindings that end the open group even when they do not use it."""
+    return not isinstance(v, (Var, Proj, TupleExpr)) and not (
+        isinstance(v, OpCall) and REGISTRY[v.op].kind == "host"
+    )
+
+
+def _canonical(f: Function) -> tuple:
+    """A structural key of a kernel with variables renamed by position."""
+    mapping: dict[str, str] = {}
+    for i, p in enumerate(f.params):
+        mapping[p.name] = f"p{i}"
+    for i, b in enumerate(f.body.bindings):
+        mapping[b.var.name] = f"v{i}"
+
+    def ren(e: Expr) -> Expr:
+        if isinstance(e, Var):
+            return Var(mapping.get(e.name, e.name), ty=e.ty)
+        return e
+
+    body = post_order_map(f.body, ren)
+    bs = tuple(Binding(Var(mapping[b.var.name], ty=b.var.ty), b.value) for b in body.bindings)
+    params = tuple(Var(mapping[p.name], ty=p.ty) for p in f.params)
+    return (params, bs, body.body)

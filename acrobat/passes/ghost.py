@@ -1,0 +1,70 @@
+"""AddGhostOps: pad cheaper branches with depth-only no-ops (PAPER.md optimization 6).
+
+Pattern: an ``if``/``match`` whose branches all take a fixed number of dynamic-depth
+steps (see :mod:`acrobat.analysis.branch_costs`) but different numbers, e.g. a SHIFT
+(one kernel) next to a no-op branch. Without padding, instances that took the cheap
+branch run ahead in depth and never again meet the others in the same bucket. Steps:
+append ``ghost(count=k)`` to each branch that is ``k`` steps short, so every instance
+leaves the branch at the same depth. Unlike the artifact (branches of fewer than 5
+kernels only), any fixed counts are padded; inner branches are padded first.
+
+Needs: kernels, hoisting done. Guarantees: same values (ghosts compute nothing).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from acrobat.analysis.branch_costs import BranchCosts
+from acrobat.ir.nodes import Binding, Clause, Expr, If, Let, Match, Module, OpCall, Var
+from acrobat.ir.traversal import post_order_map
+from acrobat.ir.types import UNIT
+from acrobat.passes.base import NameSupply, PassContext
+
+
+def pad(e: Expr, k: int, names: NameSupply) -> Expr:
+    """``e`` followed by ``k`` ghost steps."""
+    g = Binding(Var(names.fresh("ghost"), ty=UNIT), OpCall("ghost", (), (("count", k),), ty=UNIT))
+    if isinstance(e, Let):
+        return dataclasses.replace(e, bindings=e.bindings + (g,))
+    return Let((g,), e, ty=e.ty)
+
+
+class AddGhostOps:
+    """Equalize the dynamic depth of branches with fixed, different kernel counts."""
+
+    name = "AddGhostOps"
+
+    def apply(self, module: Module, ctx: PassContext) -> Module:
+        if not ctx.options.ghost_ops:
+            return module
+        fns = list(module.functions)
+        for i, f in enumerate(fns):
+            if f.is_kernel:
+                continue
+            names = NameSupply(f)
+            current = dataclasses.replace(module, functions=tuple(fns))
+            costs = BranchCosts(current)
+
+            def one(e: Expr, f=f, names=names, costs=costs) -> Expr:
+                if not isinstance(e, (If, Match)):
+                    return e
+                arms = costs.arms(e)
+                if None in arms or len(set(arms)) == 1:
+                    return e
+                top = max(arms)
+                ctx.note(self.name, f"{f.name}: branch costs {arms} padded to {top}")
+                if isinstance(e, If):
+                    then = pad(e.then, top - arms[0], names) if arms[0] < top else e.then
+                    orelse = pad(e.orelse, top - arms[1], names) if arms[1] < top else e.orelse
+                    return dataclasses.replace(e, then=then, orelse=orelse)
+                cl = tuple(
+                    Clause(
+                        c.pattern, pad(c.body, top - a, names) if a < top else c.body, span=c.span
+                    )
+                    for c, a in zip(e.clauses, arms)
+                )
+                return dataclasses.replace(e, clauses=cl)
+
+            fns[i] = dataclasses.replace(f, body=post_order_map(f.body, one))
+        return dataclasses.replace(module, functions=tuple(fns))

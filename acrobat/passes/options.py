@@ -1,0 +1,59 @@
+"""CompileOptions: one switch per optimization, so each can be turned off alone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+OPTIMIZATIONS = (
+    "taint_specialization",
+    "fusion",
+    "horizontal_batching",
+    "coarsening",
+    "hoisting",
+    "ghost_ops",
+    "phases",
+    "gather_fusion",
+    "inline_depth",
+)
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Switches for ACRoBat's optimizations (PAPER.md "The optimizations").
+
+    taint_specialization  clone functions per weight set; fold weight-only expressions
+    fusion                fuse op chains into one kernel (by op kind)
+    horizontal_batching   merge independent dense ops on one input into one matmul
+    coarsening            one DFG node per straight-line run of kernels
+    hoisting              static depths for kernels that do not depend on recursion
+    ghost_ops             pad the cheaper branch of an if so instances re-join in depth
+    phases                honour phase(); off: phase() is dropped (one phase)
+    gather_fusion         kernels read batched inputs through index arrays (run time)
+    inline_depth          depths computed by the host program (off: a DFG traversal)
+    inline_max_bindings   functions at most this big (and not recursive) are inlined
+    """
+
+    taint_specialization: bool = True
+    fusion: bool = True
+    horizontal_batching: bool = True
+    coarsening: bool = True
+    hoisting: bool = True
+    ghost_ops: bool = True
+    phases: bool = True
+    gather_fusion: bool = True
+    inline_depth: bool = True
+    inline_max_bindings: int = 8
+
+    def without(self, *names: str) -> CompileOptions:
+        """A copy with the named optimizations switched off."""
+        known = {f.name for f in fields(self)}
+        for n in names:
+            if n not in OPTIMIZATIONS or n not in known:
+                from acrobat.errors import AcrobatNameError
+
+                raise AcrobatNameError(
+                    f"unknown optimization {n!r}", hint=f"choose from {list(OPTIMIZATIONS)}"
+                )
+        import dataclasses
+
+        return dataclasses.replace(self, **{n: False for n in names})
