@@ -11,6 +11,7 @@ ORDER = [
     "frontend",
     "analysis",
     "passes",
+    "compiler",
     "codegen",
     "runtime",
     "backends",

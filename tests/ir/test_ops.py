@@ -36,6 +36,7 @@ CASES = [
     ("h.add", [INT, INT], {}, INT),
     ("h.truediv", [INT, INT], {}, FLOAT),
     ("h.and", [BOOL, BOOL], {}, BOOL),
+    ("ghost", [], {"count": 2}, TupleType(())),
 ]
 
 
@@ -75,6 +76,7 @@ def test_every_op_is_covered_or_elementwise():
             "create",
             "host_read",
             "host",
+            "ghost",
         }
 
 
