@@ -27,6 +27,7 @@ from acrobat.errors import (
 from acrobat.frontend import parse
 from acrobat.ir import AdtValue, Module, evaluate, from_list, init_params, to_list, values_equal
 from acrobat.passes.options import CompileOptions
+from acrobat.runtime.run import RunResult, run
 
 __version__ = "0.1.0"
 
@@ -49,11 +50,13 @@ __all__ = [
     "IRParseError",
     "InstanceError",
     "Module",
+    "RunResult",
     "VerificationError",
     "evaluate",
     "from_list",
     "init_params",
     "parse",
+    "run",
     "to_list",
     "values_equal",
 ]

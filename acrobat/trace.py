@@ -88,6 +88,66 @@ class PhaseBoundary(Event):
     phase: int
 
 
+@dataclass(frozen=True)
+class NodeRecorded(Event):
+    """One DFG node: its kernel, instance, phase, depth and producer nodes.
+
+    Derived from the runtime's record arrays after a run (never on the hot path)."""
+
+    node: int
+    kernel: str
+    instance: int
+    phase: int
+    depth: int
+    inputs: tuple[int, ...] = ()
+    batch: int = -1
+
+
+@dataclass(frozen=True)
+class BatchFormed(Event):
+    """The scheduler formed a batch: position in the schedule, kernel, size, level."""
+
+    index: int
+    kernel: str
+    size: int
+    level: int
+    policy: str
+    run_pass: int = 0
+
+
+@dataclass(frozen=True)
+class KernelLaunched(Event):
+    """One batched kernel launch with its host-side (or device) time."""
+
+    index: int
+    kernel: str
+    size: int
+    start_ms: float
+    end_ms: float
+    bytes_gathered: int = 0
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class KernelCompiled(Event):
+    """A backend compiled a kernel; ``source`` is the generated code."""
+
+    kernel: str
+    backend: str
+    source: str
+
+
+@dataclass(frozen=True)
+class ScheduleFormed(Event):
+    """A schedule of one DFG execution pass, with the lower bound beside it."""
+
+    policy: str
+    batches: int
+    nodes: int
+    lower_bound: int
+    run_pass: int = 0
+
+
 @dataclass
 class Trace:
     """An ordered, append-only list of events."""

@@ -13,8 +13,8 @@ ORDER = [
     "passes",
     "compiler",
     "codegen",
-    "runtime",
     "backends",
+    "runtime",
     "baselines",
     "bench",
 ]

@@ -128,6 +128,20 @@ class NameSupply:
                 return name
 
 
+def fresh_global(base: str, taken: set[str], start: int = 0) -> str:
+    """``<base><k>`` for the smallest ``k >= start`` not in ``taken`` (which then holds it).
+
+    New functions and kernels are named after the function they came from; checking
+    every name in the module keeps them from clashing with a user function such as
+    ``main_k0`` or ``cell_dup1``.
+    """
+    k = start
+    while f"{base}{k}" in taken:
+        k += 1
+    taken.add(f"{base}{k}")
+    return f"{base}{k}"
+
+
 def map_functions(module: Module, fn) -> Module:
     """``module`` with ``fn`` applied to every function (in order)."""
     import dataclasses

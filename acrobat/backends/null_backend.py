@@ -1,0 +1,28 @@
+"""The null backend: shapes only. Kernels return zeros; launches are still recorded, so
+schedulers and the executor can be tested without computing anything."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from acrobat.ir.types import TupleType
+
+
+class NullBackend:
+    """Every kernel returns zero tensors of its output shapes."""
+
+    name = "null"
+    xp = np
+
+    def compile(self, kernel, params):
+        ret = kernel.function.ret
+        outs = ret.fields if isinstance(ret, TupleType) else (ret,)
+        shapes = [tuple(t.shape) for t in outs]
+
+        def fn(B, *args):
+            return tuple(np.zeros((B,) + s, np.float32) for s in shapes)
+
+        return fn, f"# null kernel {kernel.name}: returns zeros of {shapes}\n"
+
+    def synchronize(self) -> None:
+        """Nothing to wait for."""

@@ -1,0 +1,22 @@
+"""The NumPy backend: batched kernels generated as NumPy source, run on the CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from acrobat.codegen.numpy_kernels import compile_numpy_kernel
+
+
+class NumpyBackend:
+    """Compiles each kernel to a batched NumPy function (weights bound once)."""
+
+    name = "numpy"
+    xp = np
+
+    def compile(self, kernel, params: dict[str, np.ndarray]):
+        """A callable ``fn(B, *args) -> tuple of [B, ...] arrays`` and its source."""
+        k = compile_numpy_kernel(kernel.function, params)
+        return k.fn, k.source
+
+    def synchronize(self) -> None:
+        """Nothing to wait for on the CPU."""

@@ -1,0 +1,333 @@
+"""Host-program code generation: ACRoBat's AOT host program, as Python source.
+
+Each IR function becomes one Python function that runs an instance's control flow on
+real host values (ADT values, ints) and, at every kernel call, *records* a DFG node
+instead of computing: it appends ``(key, out, instance, *args)`` to the kernel's record
+list, where ``out`` is the first of the node's fresh output value ids (tensor handles)
+and ``key = phase * STRIDE + depth`` orders the schedule. Depth is threaded inline
+(PAPER.md optimization 4): every function takes ``d`` and returns ``(result, d)``; a
+dynamic kernel call records at ``d`` then increments it; a hoisted call records at its
+static depth within the current phase; ``parallel``/``map`` children start at the same
+``d`` and the parent continues from their max; ghost ops add to ``d``; ``phase()``
+moves ``d`` to the next phase's base. No IR is interpreted at run time.
+
+Functions that need tensor values (``item``/``argmax``, or calls of such functions —
+the taint analysis's fiber functions) are generated as generators: they yield requests
+``(op, payload)`` to the fiber scheduler in :mod:`acrobat.runtime.fibers` — READ a
+tensor value, CALL a fiber function (trampolined, so deep recursion never nests C
+frames), SPAWN independent children, or wait at a PHASE barrier.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from acrobat.codegen import ident
+from acrobat.ir.nodes import (
+    Const,
+    CtorCall,
+    Expr,
+    FnCall,
+    Function,
+    GlobalRef,
+    If,
+    KernelCall,
+    Let,
+    Map,
+    Match,
+    Module,
+    OpCall,
+    Parallel,
+    ParamRef,
+    Pattern,
+    PCtor,
+    Phase,
+    Proj,
+    PVar,
+    TupleExpr,
+    Var,
+)
+from acrobat.ir.traversal import walk
+from acrobat.ir.types import TupleType
+
+STRIDE = 1 << 32  # depth keys: phase * STRIDE + depth
+READ_ITEM, READ_ARGMAX, CALL, SPAWN, PHASE = range(5)
+
+_HOST_OPS = {
+    "h.add": "({} + {})",
+    "h.sub": "({} - {})",
+    "h.mul": "({} * {})",
+    "h.truediv": "({} / {})",
+    "h.floordiv": "({} // {})",
+    "h.mod": "({} % {})",
+    "h.pow": "({} ** {})",
+    "h.lt": "({} < {})",
+    "h.le": "({} <= {})",
+    "h.gt": "({} > {})",
+    "h.ge": "({} >= {})",
+    "h.eq": "({} == {})",
+    "h.ne": "({} != {})",
+    "h.and": "({} and {})",
+    "h.or": "({} or {})",
+    "h.neg": "(-{})",
+    "h.not": "(not {})",
+}
+
+
+@dataclass(frozen=True)
+class HostProgram:
+    """Generated source and what the runtime needs to call it."""
+
+    source: str
+    kernels: tuple[str, ...]  # kernel names, index = record list number
+    fibers: frozenset[str]
+    entry: str
+
+
+def v(name: str) -> str:
+    return ident("v_", name)
+
+
+def fn(name: str) -> str:
+    return ident("f_", name)
+
+
+class _Gen:
+    def __init__(self, m: Module, fibers: frozenset[str], kernels: list[str], base: int):
+        self.m, self.fibers, self.base = m, fibers, base
+        self.kid = {k: i for i, k in enumerate(kernels)}
+        self.lines: list[str] = []
+        self.tmp = 0
+
+    def emit(self, indent: int, text: str) -> None:
+        self.lines.append("    " * indent + text)
+
+    def fresh(self) -> str:
+        self.tmp += 1
+        return f"_t{self.tmp}"
+
+    # -- functions ---------------------------------------------------------------------
+    def function(self, f: Function) -> None:
+        args = ", ".join([v(p.name) for p in f.params] + ["d"])
+        self.emit(1, f"def {fn(f.name)}({args}):")
+        if any(isinstance(e, KernelCall) for e in walk(f.body)):
+            self.emit(2, "nonlocal nv")
+        self.is_fiber = f.name in self.fibers
+        if self.is_fiber and not any(_yields(e, self.fibers) for e in walk(f.body)):
+            self.emit(2, "if False:")
+            self.emit(3, "yield")
+        self.tail(f.body, 2)
+
+    def tail(self, e: Expr, ind: int) -> None:
+        """Code that computes ``e`` and returns ``(value, d)``."""
+        if isinstance(e, Let):
+            for b in e.bindings:
+                self.bind(v(b.var.name), b.value, ind)
+            self.tail(e.body, ind)
+        elif isinstance(e, If):
+            self.emit(ind, f"if {self.atom(e.cond)}:")
+            self.tail(e.then, ind + 1)
+            self.emit(ind, "else:")
+            self.tail(e.orelse, ind + 1)
+        elif isinstance(e, Match):
+            self.match(e, ind, None)
+        else:
+            r = self.fresh()
+            self.bind(r, e, ind)
+            self.emit(ind, f"return {r}, d")
+
+    def match(self, e: Match, ind: int, target: str | None) -> None:
+        s = self.atom(e.scrutinee)
+        last = len(e.clauses) - 1
+        for i, c in enumerate(e.clauses):
+            cond, binds = self.pattern(c.pattern, s)
+            # the last case needs no test: the match is exhaustive
+            inner = ind if last == 0 else ind + 1
+            if last:
+                kw = "if" if i == 0 else "elif"
+                self.emit(ind, f"{kw} {cond}:" if i < last else "else:")
+            for name, expr in binds:
+                self.emit(inner, f"{name} = {expr}")
+            if target is None:
+                self.tail(c.body, inner)
+            else:
+                self.bind(target, c.body, inner)
+
+    def pattern(self, p: Pattern, s: str) -> tuple[str, list[tuple[str, str]]]:
+        conds: list[str] = []
+        binds: list[tuple[str, str]] = []
+
+        def go(p: Pattern, expr: str) -> None:
+            if isinstance(p, PVar):
+                binds.append((v(p.var.name), expr))
+            elif isinstance(p, PCtor):
+                conds.append(f"{expr}.ctor == {p.ctor!r}")
+                for j, q in enumerate(p.fields):
+                    go(q, f"{expr}.fields[{j}]")
+
+        go(p, s)
+        return (" and ".join(conds) or "True"), binds
+
+    # -- expressions -------------------------------------------------------------------
+    def atom(self, e: Expr) -> str:
+        if isinstance(e, Var):
+            return v(e.name)
+        if isinstance(e, Const):
+            return repr(e.value)
+        if isinstance(e, GlobalRef):
+            return fn(e.name)
+        if isinstance(e, ParamRef):
+            raise NotImplementedError(f"weight ${e.name} used as a host value")
+        raise NotImplementedError(f"not an atom: {type(e).__name__}")
+
+    def call(self, name: str, args: list[str], target: str, ind: int) -> None:
+        call = f"{fn(name)}({', '.join(args + ['d'])})"
+        if name in self.fibers:
+            self.emit(ind, f"{target}, d = yield ({CALL}, {call})")
+        else:
+            self.emit(ind, f"{target}, d = {call}")
+
+    def bind(self, target: str, e: Expr, ind: int) -> None:
+        """Code that assigns the value of ``e`` to ``target`` (may move ``d``)."""
+        t = type(e)
+        if t in (Var, Const, GlobalRef):
+            self.emit(ind, f"{target} = {self.atom(e)}")
+        elif t is KernelCall:
+            self.kernel_call(target, e, ind)
+        elif t is FnCall:
+            self.call(e.fn, [self.atom(a) for a in e.args], target, ind)
+        elif t is OpCall:
+            self.op(target, e, ind)
+        elif t is CtorCall:
+            fields = "".join(self.atom(a) + ", " for a in e.args)
+            self.emit(ind, f"{target} = AdtValue({e.ctor!r}, ({fields}))")
+        elif t is TupleExpr:
+            fields = "".join(self.atom(a) + ", " for a in e.fields)
+            self.emit(ind, f"{target} = ({fields})")
+        elif t is Proj:
+            self.emit(ind, f"{target} = {self.atom(e.tup)}[{e.index}]")
+        elif t is Parallel:
+            self.parallel(target, e, ind)
+        elif t is Map:
+            self.map(target, e, ind)
+        elif t is Phase:
+            if self.is_fiber:
+                self.emit(ind, f"yield ({PHASE}, None)")
+            self.emit(ind, f"d = (d // {STRIDE} + 1) * {STRIDE} + {self.base}")
+            self.emit(ind, f"{target} = ()")
+        elif t is If:
+            self.emit(ind, f"if {self.atom(e.cond)}:")
+            self.bind(target, e.then, ind + 1)
+            self.emit(ind, "else:")
+            self.bind(target, e.orelse, ind + 1)
+        elif t is Match:
+            self.match(e, ind, target)
+        elif t is Let:
+            for b in e.bindings:
+                self.bind(v(b.var.name), b.value, ind)
+            self.bind(target, e.body, ind)
+        else:
+            raise NotImplementedError(f"host code for {t.__name__}")
+
+    def kernel_call(self, target: str, e: KernelCall, ind: int) -> None:
+        k = self.kid[e.kernel]
+        n_out = len(e.ty.fields) if isinstance(e.ty, TupleType) else 1
+        self.emit(ind, f"o = nv; nv = o + {n_out}")
+        key = "d" if e.depth is None else f"d - d % {STRIDE} + {e.depth}"
+        args = "".join(", " + self.atom(a) for a in e.args)
+        self.emit(ind, f"R{k}(({key}, o, inst{args}))")
+        if e.depth is None:
+            self.emit(ind, "d += 1")
+        if n_out == 1:
+            self.emit(ind, f"{target} = o")
+        else:
+            outs = ", ".join(f"o + {j}" if j else "o" for j in range(n_out))
+            self.emit(ind, f"{target} = ({outs})")
+
+    def op(self, target: str, e: OpCall, ind: int) -> None:
+        if e.op in _HOST_OPS:
+            self.emit(ind, f"{target} = {_HOST_OPS[e.op].format(*(self.atom(a) for a in e.args))}")
+        elif e.op == "ghost":
+            self.emit(ind, f"d += {e.attr('count', 1)}")
+            self.emit(ind, f"{target} = ()")
+        elif e.op in ("item", "argmax"):
+            code = READ_ITEM if e.op == "item" else READ_ARGMAX
+            self.emit(ind, f"{target} = yield ({code}, {self.atom(e.args[0])})")
+        else:
+            raise NotImplementedError(f"tensor op {e.op} outside a kernel")
+
+    def parallel(self, target: str, e: Parallel, ind: int) -> None:
+        if any(c.fn in self.fibers for c in e.calls):
+            gens = ", ".join(
+                f"{fn(c.fn)}({', '.join([self.atom(a) for a in c.args] + ['d'])})" for c in e.calls
+            )
+            r = self.fresh()
+            self.emit(ind, f"{r} = yield ({SPAWN}, ({gens},))")
+            self.emit(ind, f"{target} = tuple(x[0] for x in {r})")
+            self.emit(ind, f"d = max(x[1] for x in {r})")
+            return
+        d0, outs, ds = self.fresh(), [], []
+        self.emit(ind, f"{d0} = d")
+        for c in e.calls:
+            r, dd = self.fresh(), self.fresh()
+            self.emit(
+                ind, f"{r}, {dd} = {fn(c.fn)}({', '.join([self.atom(a) for a in c.args] + [d0])})"
+            )
+            outs.append(r)
+            ds.append(dd)
+        self.emit(ind, f"{target} = ({', '.join(outs)},)")
+        self.emit(ind, f"d = max({', '.join(ds)})")
+
+    def map(self, target: str, e: Map, ind: int) -> None:
+        extra = "".join(self.atom(a) + ", " for a in e.extra)
+        xs = self.atom(e.xs)
+        items = self.fresh()
+        self.emit(ind, f"{items} = to_list({xs})")
+        if e.fn in self.fibers:
+            r = self.fresh()
+            self.emit(
+                ind,
+                f"{r} = (yield ({SPAWN}, tuple({fn(e.fn)}(x, {extra}d) for x in {items}))) "
+                f"if {items} else ()",
+            )
+        else:
+            r = self.fresh()
+            self.emit(ind, f"{r} = [{fn(e.fn)}(x, {extra}d) for x in {items}]")
+        self.emit(ind, f"{target} = from_list([x[0] for x in {r}])")
+        self.emit(ind, f"d = max([d] + [x[1] for x in {r}])")
+
+
+def _yields(e: Expr, fibers) -> bool:
+    return (
+        isinstance(e, OpCall)
+        and e.op in ("item", "argmax")
+        or isinstance(e, (FnCall, Map))
+        and e.fn in fibers
+        or isinstance(e, Parallel)
+        and any(c.fn in fibers for c in e.calls)
+        or isinstance(e, Phase)
+    )
+
+
+def generate_host(m: Module, fibers: frozenset[str], base: int) -> HostProgram:
+    """Python source of the host program: ``make(recorders, ...)`` returns the entry."""
+    kernels = [f.name for f in m.functions if f.is_kernel]
+    g = _Gen(m, fibers, kernels, base)
+    rec = ", ".join(f"R{i}" for i in range(len(kernels)))
+    g.emit(0, f"def make({rec}{', ' if kernels else ''}AdtValue, to_list, from_list):")
+    g.emit(1, '"""Host program; R<k> records a node of kernel k: (key, out, inst, *args)."""')
+    g.emit(1, "nv = 0")
+    g.emit(1, "inst = 0")
+    for f in m.functions:
+        if not f.is_kernel:
+            g.function(f)
+    g.emit(1, "def start(i, first_value):")
+    g.emit(2, '"""Set the instance number and the next free value id."""')
+    g.emit(2, "nonlocal inst, nv")
+    g.emit(2, "inst = i")
+    g.emit(2, "if first_value is not None:")
+    g.emit(3, "nv = first_value")
+    g.emit(1, "def next_value():")
+    g.emit(2, "return nv")
+    g.emit(1, f"return {fn(m.entry)}, start, next_value")
+    return HostProgram("\n".join(g.lines) + "\n", tuple(kernels), fibers, m.entry)

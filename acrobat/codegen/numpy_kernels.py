@@ -1,0 +1,287 @@
+"""Batched NumPy source for a kernel: the CPU twin of the CUDA code generator.
+
+A kernel's IR body is per instance; the generated function takes ``B`` and its batched
+arguments (``[B, *shape]`` tensors, ``[B]`` int arrays for host ints) and computes every
+op for the whole batch at once. Weights are not arguments: they are bound once into the
+function's namespace (``dense`` weights pre-transposed, so each batch is one GEMM with
+the weight shared, never stacked). Rules per op are a table keyed by op name, like
+JAX's batching rules; each rule knows which operands carry the batch dimension.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from acrobat.codegen import ident
+from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
+from acrobat.ir.types import TensorType
+
+
+@dataclass(frozen=True)
+class NumpyKernel:
+    """A compiled batched kernel: ``fn(B, *args) -> tuple of [B, ...] arrays``."""
+
+    name: str
+    source: str
+    fn: object
+
+
+def _sigmoid(x):
+    t = np.negative(x)
+    np.exp(t, out=t)
+    t += 1.0
+    return np.reciprocal(t, out=t)
+
+
+_GELU_C = np.float32(np.sqrt(2.0 / np.pi))
+
+
+def _gelu(x):
+    return 0.5 * x * (1.0 + np.tanh(_GELU_C * (x + 0.044715 * x * x * x)))
+
+
+def _softmax(x, axis):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    e /= np.sum(e, axis=axis, keepdims=True)
+    return e
+
+
+def _layer_norm(x, g, b, eps):
+    mu = np.mean(x, axis=-1, keepdims=True)
+    xc = x - mu
+    var = np.mean(xc * xc, axis=-1, keepdims=True)
+    return xc / np.sqrt(var + eps) * g + b
+
+
+HELPERS = {
+    "np": np,
+    "_sigmoid": _sigmoid,
+    "_gelu": _gelu,
+    "_softmax": _softmax,
+    "_layer_norm": _layer_norm,
+}
+
+_UNARY = {
+    "sigmoid": "_sigmoid({0})",
+    "tanh": "np.tanh({0})",
+    "relu": "np.maximum({0}, 0)",
+    "gelu": "_gelu({0})",
+    "exp": "np.exp({0})",
+    "log": "np.log({0})",
+    "sqrt": "np.sqrt({0})",
+    "neg": "np.negative({0})",
+}
+_BINARY = {
+    "add": "np.add({0}, {1})",
+    "sub": "np.subtract({0}, {1})",
+    "mul": "np.multiply({0}, {1})",
+    "div": "np.divide({0}, {1})",
+    "maximum": "np.maximum({0}, {1})",
+    "minimum": "np.minimum({0}, {1})",
+}
+
+
+class _KernelGen:
+    def __init__(self, f: Function, weights: dict[str, np.ndarray]):
+        self.f = f
+        self.ns = dict(HELPERS)
+        self.weights = weights
+        self.lines: list[str] = []
+        self.batched: dict[str, bool] = {}
+        self.rank: dict[str, int] = {}
+        self.names: dict[str, str] = {}
+
+    def name(self, var: str) -> str:
+        return self.names.get(var, ident("x_", var))
+
+    def weight(self, w: str, transposed: bool = False) -> str:
+        key = ident("W_", w) + ("_T" if transposed else "")
+        if key not in self.ns:
+            a = self.weights[w]
+            self.ns[key] = np.ascontiguousarray(a.T) if transposed else a
+        return key
+
+    def operand(self, e) -> tuple[str, bool, int]:
+        """(code, batched?, per-instance rank)."""
+        if isinstance(e, Var):
+            return self.name(e.name), self.batched[e.name], self.rank[e.name]
+        if isinstance(e, ParamRef):
+            return self.weight(e.name), False, len(self.weights[e.name].shape)
+        if isinstance(e, Const):
+            return f"np.float32({float(e.value)!r})", False, 0
+        raise NotImplementedError(type(e).__name__)
+
+    def generate(self) -> str:
+        f = self.f
+        args = []
+        for p in f.params:
+            args.append(self.name(p.name))
+            self.batched[p.name] = True
+            self.rank[p.name] = len(p.ty.shape) if isinstance(p.ty, TensorType) else 0
+        self.lines.append(f"def {ident('kernel_', f.name)}(B, {', '.join(args)}):")
+        body = f.body
+        for b in body.bindings if isinstance(body, Let) else ():
+            self.bind(b.var, b.value)
+        outs = body.body if isinstance(body, Let) else body
+        fields = outs.fields if isinstance(outs, TupleExpr) else (outs,)
+        results = []
+        for o in fields:
+            code, batched, _ = self.operand(o)
+            ty = o.ty
+            if not batched:
+                code = f"np.broadcast_to({code}, (B,) + {tuple(ty.shape)!r})"
+            results.append(code)
+        self.lines.append(f"    return ({', '.join(results)},)")
+        return "\n".join(self.lines) + "\n"
+
+    def bind(self, var: Var, e) -> None:
+        target = self.name(var.name)
+        if isinstance(e, Var):
+            self.names[var.name] = self.name(e.name)
+            self.batched[var.name] = self.batched[e.name]
+            self.rank[var.name] = self.rank[e.name]
+            return
+        if isinstance(e, ParamRef | Const):
+            code, b, r = self.operand(e)
+            self.names[var.name] = code
+            self.batched[var.name], self.rank[var.name] = b, r
+            return
+        if isinstance(e, TupleExpr):
+            parts = [self.operand(x) for x in e.fields]
+            self.lines.append(f"    {target} = ({''.join(p[0] + ', ' for p in parts)})")
+            self.batched[var.name] = any(p[1] for p in parts)
+            self.rank[var.name] = 0
+            self.tuple_parts = getattr(self, "tuple_parts", {})
+            self.tuple_parts[var.name] = parts
+            return
+        if isinstance(e, Proj):
+            parts = getattr(self, "tuple_parts", {}).get(e.tup.name)
+            if parts is not None:
+                self.names[var.name], self.batched[var.name], self.rank[var.name] = parts[e.index]
+                return
+            self.lines.append(f"    {target} = {self.name(e.tup.name)}[{e.index}]")
+            self.batched[var.name] = self.batched[e.tup.name]
+            self.rank[var.name] = len(var.ty.shape)
+            return
+        code, batched = self.op(e)
+        self.lines.append(f"    {target} = {code}")
+        self.batched[var.name] = batched
+        self.rank[var.name] = len(e.ty.shape) if isinstance(e.ty, TensorType) else 0
+
+    def op(self, e: OpCall) -> tuple[str, bool]:
+        ops = [self.operand(a) for a in e.args]
+        attrs = dict(e.attrs)
+        anyb = any(o[1] for o in ops)
+        shift = 1 if anyb else 0
+        name = e.op
+        if name in _UNARY:
+            return _UNARY[name].format(ops[0][0]), ops[0][1]
+        if name in _BINARY:
+            (a, ab, ar), (b, bb, br) = ops
+            out_rank = len(e.ty.shape)
+            if ab and bb:
+                a = self.expand(a, ar, out_rank)
+                b = self.expand(b, br, out_rank)
+            return _BINARY[name].format(a, b), anyb
+        if name == "dense":
+            x, xb, _ = ops[0]
+            wt = (
+                self.weight(e.args[1].name, transposed=True)
+                if isinstance(e.args[1], ParamRef)
+                else f"{ops[1][0]}.T"
+            )
+            code = f"np.matmul({x}, {wt})"
+            if len(ops) > 2:
+                code = f"np.add({code}, {ops[2][0]})"
+            return code, xb or ops[1][1]
+        if name == "matmul":
+            return self.matmul(ops), anyb
+        if name == "batch_matmul":
+            (a, _, _), (b, _, _) = ops
+            if attrs.get("transpose_b"):
+                b = f"np.swapaxes({b}, -1, -2)"
+            return f"np.matmul({a}, {b})", anyb
+        if name == "embed":
+            return f"np.take({ops[0][0]}, {ops[1][0]}, axis=0)", True
+        if name == "concat":
+            axis = attrs.get("axis", 0)
+            rank = ops[0][2]
+            ax = (axis % rank) + shift
+            parts = [
+                o[0] if o[1] or not anyb else f"np.broadcast_to({o[0]}, (B,) + {o[0]}.shape)"
+                for o in ops
+            ]
+            return f"np.concatenate(({', '.join(parts)},), axis={ax})", anyb
+        if name == "split":
+            x, xb, r = ops[0]
+            ax = attrs.get("axis", 0) % r + (1 if xb else 0)
+            return f"np.split({x}, {attrs['sections']}, axis={ax})", xb
+        if name == "slice":
+            x, xb, r = ops[0]
+            ax = attrs.get("axis", 0) % r + (1 if xb else 0)
+            idx = "".join(":, " for _ in range(ax)) + f"{attrs['start']}:{attrs['stop']}"
+            return f"{x}[{idx}]", xb
+        if name == "reshape":
+            x, xb, _ = ops[0]
+            shape = tuple(e.ty.shape)
+            return (f"{x}.reshape((B,) + {shape!r})" if xb else f"{x}.reshape({shape!r})"), xb
+        if name == "transpose":
+            x, xb, r = ops[0]
+            axes = attrs.get("axes") or tuple(reversed(range(r)))
+            if xb:
+                axes = (0,) + tuple(a + 1 for a in axes)
+            return f"np.transpose({x}, {tuple(axes)!r})", xb
+        if name == "softmax":
+            x, xb, r = ops[0]
+            ax = attrs.get("axis", -1) % r + (1 if xb else 0)
+            return f"_softmax({x}, {ax})", xb
+        if name == "layer_norm":
+            return (
+                f"_layer_norm({ops[0][0]}, {ops[1][0]}, {ops[2][0]}, {attrs.get('eps', 1e-5)!r})",
+                anyb,
+            )
+        if name in ("sum", "mean", "max"):
+            x, xb, r = ops[0]
+            axis = attrs.get("axis")
+            if axis is None:
+                ax = tuple(range(1 if xb else 0, r + (1 if xb else 0)))
+            else:
+                ax = axis % r + (1 if xb else 0)
+            keep = bool(attrs.get("keepdims"))
+            return f"np.{name}({x}, axis={ax!r}, keepdims={keep})", xb
+        if name in ("zeros", "ones"):
+            shape = tuple(e.ty.shape)
+            return f"np.{name}((B,) + {shape!r}, dtype=np.float32)", True
+        raise NotImplementedError(f"no batched NumPy rule for {name}")
+
+    @staticmethod
+    def expand(code: str, rank: int, out_rank: int) -> str:
+        if rank >= out_rank:
+            return code
+        pad = "(1,) * " + str(out_rank - rank)
+        return f"{code}.reshape({code}.shape[:1] + {pad} + {code}.shape[1:])"
+
+    def matmul(self, ops) -> str:
+        (a, ab, ar), (b, bb, br) = ops
+        if ab and bb:
+            if ar == 2 and br == 2:
+                return f"np.matmul({a}, {b})"
+            if ar == 2 and br == 1:
+                return f"np.matmul({a}, {b}[..., None])[..., 0]"
+            if ar == 1 and br == 2:
+                return f"np.matmul({a}[:, None, :], {b})[:, 0, :]"
+            return f"np.einsum('bk,bk->b', {a}, {b})"
+        if not ab and bb and br == 1:
+            return f"np.matmul({b}, np.transpose({a}))" if ar == 2 else f"np.matmul({b}, {a})"
+        return f"np.matmul({a}, {b})"
+
+
+def compile_numpy_kernel(f: Function, weights: dict[str, np.ndarray]) -> NumpyKernel:
+    """Generate and compile the batched NumPy function of one kernel."""
+    gen = _KernelGen(f, weights)
+    source = gen.generate()
+    ns = gen.ns
+    exec(compile(source, f"<kernel {f.name}>", "exec"), ns)  # our own generated code
+    return NumpyKernel(f.name, source, ns[ident("kernel_", f.name)])

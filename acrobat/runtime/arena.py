@@ -1,0 +1,98 @@
+"""Arena memory: one growable 2-D buffer per tensor class (shape, dtype).
+
+A tensor value is a row of its class's arena; a batch's outputs are allocated as one
+contiguous block of rows, so later consumers often find their inputs contiguous and
+read them without a copy. Arenas are reset (not freed) between runs and reused.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from acrobat.errors import AcrobatError
+
+
+class ArenaLimitError(AcrobatError):
+    """The batch needs more memory than the configured limit."""
+
+
+class Arena:
+    """Rows of one tensor class; ``alloc(n)`` returns the first of ``n`` new rows."""
+
+    __slots__ = ("shape", "dtype", "width", "buf", "top", "peak")
+
+    def __init__(self, shape: tuple[int, ...], dtype: str, capacity: int = 64):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.width = max(1, math.prod(shape))
+        self.buf = np.empty((capacity, self.width), self.dtype)
+        self.top = 0
+        self.peak = 0
+
+    def alloc(self, n: int) -> int:
+        start = self.top
+        end = start + n
+        if end > self.buf.shape[0]:
+            new = np.empty((max(end, 2 * self.buf.shape[0]), self.width), self.dtype)
+            new[:start] = self.buf[:start]
+            self.buf = new
+        self.top = end
+        self.peak = max(self.peak, end)
+        return start
+
+    def rows(self, start: int, n: int) -> np.ndarray:
+        """A view of ``n`` rows as ``[n, *shape]``."""
+        return self.buf[start : start + n].reshape((n,) + self.shape)
+
+    def gather(self, rows: np.ndarray) -> np.ndarray:
+        """Rows by index as ``[n, *shape]``: a view when they are contiguous, else a copy."""
+        n = rows.shape[0]
+        r0 = int(rows[0]) if n else 0
+        if (
+            n
+            and int(rows[-1]) - r0 == n - 1
+            and (n < 3 or np.array_equal(rows, np.arange(r0, r0 + n)))
+        ):
+            return self.buf[r0 : r0 + n].reshape((n,) + self.shape)
+        return self.buf.take(rows, axis=0).reshape((n,) + self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.peak * self.width * self.dtype.itemsize
+
+
+class ArenaPool:
+    """All arenas of a program, keyed by tensor class; recycled across runs."""
+
+    def __init__(self, limit_bytes: int | None = None):
+        self.arenas: dict[tuple, Arena] = {}
+        self.limit = limit_bytes
+
+    def get(self, shape: tuple[int, ...], dtype: str = "float32") -> Arena:
+        key = (tuple(shape), str(dtype))
+        a = self.arenas.get(key)
+        if a is None:
+            a = self.arenas[key] = Arena(shape, dtype)
+        return a
+
+    def reset(self) -> None:
+        for a in self.arenas.values():
+            a.top = 0
+            a.peak = 0
+
+    def check(self, extra_bytes: int) -> None:
+        """Raise before allocating if the total would pass the limit."""
+        if self.limit is None:
+            return
+        used = sum(a.top * a.width * a.dtype.itemsize for a in self.arenas.values())
+        if used + extra_bytes > self.limit:
+            raise ArenaLimitError(
+                f"the batch needs more than {self.limit / 2**20:.0f} MiB of tensor memory",
+                hint="run fewer instances at once or raise memory_limit",
+            )
+
+    @property
+    def peak_bytes(self) -> int:
+        return sum(a.nbytes for a in self.arenas.values())

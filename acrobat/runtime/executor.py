@@ -1,0 +1,204 @@
+"""The executor: runs a schedule batch by batch on a backend, in arena memory.
+
+For each batch: gather every tensor argument with ONE index array (a view, no copy,
+when the rows are already contiguous — outputs of one batch are one block, so this is
+common), pass host arguments as one int array, launch the kernel once with the batch's
+weights shared, and write its outputs into a fresh contiguous block of rows.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from acrobat.ir.types import TensorType, TupleType
+from acrobat.runtime.arena import ArenaPool
+from acrobat.runtime.dfg import DFG, OUT, KernelInfo
+from acrobat.runtime.schedule import Schedule
+from acrobat.trace import BatchFormed, KernelLaunched, Trace
+
+
+class Executor:
+    """Value storage (value id -> arena row) and batch execution for one program."""
+
+    def __init__(self, kernels, fns, pool: ArenaPool, backend):
+        self.kernels = kernels  # KernelSpec list, index = kernel id
+        self.fns = fns
+        self.pool = pool
+        self.backend = backend
+        self.arena_list = []
+        self.arena_index: dict[int, int] = {}
+        self.in_arenas = [
+            [self._arena(t) if m == "batched" else None for _, t, m in k.params] for k in kernels
+        ]
+        self.out_arenas = [[self._arena(t) for t in k.outputs] for k in kernels]
+        self.info = [
+            KernelInfo(k.name, tuple(m == "batched" for _, _, m in k.params), len(k.outputs))
+            for k in kernels
+        ]
+        self.row_of = np.zeros(1024, np.int64)
+        self.arena_of = np.zeros(1024, np.int16)
+
+    def _arena(self, t):
+        a = self.pool.get(t.shape, t.dtype)
+        if id(a) not in self.arena_index:
+            self.arena_index[id(a)] = len(self.arena_list)
+            self.arena_list.append(a)
+        return a
+
+    def reset(self) -> None:
+        self.pool.reset()
+
+    def reserve(self, n_values: int) -> None:
+        """Room for value ids ``0..n_values-1``."""
+        if n_values > len(self.row_of):
+            size = max(n_values, 2 * len(self.row_of))
+            self.row_of = np.resize(self.row_of, size)
+            self.arena_of = np.resize(self.arena_of, size)
+
+    # -- values ------------------------------------------------------------------------
+    def upload(self, vid: int, value: np.ndarray) -> None:
+        """Store an input tensor as value ``vid``."""
+        a = self._arena(TensorType(value.shape, str(value.dtype)))
+        row = a.alloc(1)
+        a.buf[row] = value.reshape(-1)
+        self.reserve(vid + 1)
+        self.row_of[vid] = row
+        self.arena_of[vid] = self.arena_index[id(a)]
+
+    def read(self, vid: int) -> np.ndarray:
+        """A copy of value ``vid`` as a host NumPy array."""
+        a = self.arena_list[self.arena_of[vid]]
+        return np.array(a.buf[self.row_of[vid]].reshape(a.shape))
+
+    def output_bytes(self, dfg: DFG) -> int:
+        """Bytes the outputs of every pending node will take (for the memory check)."""
+        total = 0
+        for k, r in enumerate(dfg.records):
+            for a in self.out_arenas[k]:
+                total += len(r) * a.width * a.dtype.itemsize
+        return total
+
+    # -- execution ---------------------------------------------------------------------
+    def run(self, dfg: DFG, sched: Schedule, trace: Trace | None, t0: float, run_pass: int):
+        """Execute every batch of ``sched`` in order; returns bytes gathered."""
+        gathered = 0
+        for i, batch in enumerate(sched.batches):
+            k = batch.kernel
+            rec = dfg.records[k][batch.nodes]
+            n = len(rec)
+            args = []
+            moved = 0
+            for a, arena in enumerate(self.in_arenas[k]):
+                col = rec[:, 3 + a]
+                if arena is None:
+                    args.append(col)
+                else:
+                    x = arena.gather(self.row_of[col])
+                    if x.base is not arena.buf:
+                        moved += x.nbytes
+                    args.append(x)
+            start = time.perf_counter()
+            outs = self.fns[k](n, *args)
+            base = rec[:, OUT]
+            for j, arena in enumerate(self.out_arenas[k]):
+                r0 = arena.alloc(n)
+                arena.rows(r0, n)[...] = outs[j]
+                self.row_of[base + j] = np.arange(r0, r0 + n)
+                self.arena_of[base + j] = self.arena_index[id(arena)]
+            self.backend.synchronize()
+            end = time.perf_counter()
+            gathered += moved
+            if trace is not None:
+                name = self.kernels[k].name
+                trace.emit(BatchFormed(i, name, n, batch.level, sched.policy, run_pass))
+                trace.emit(
+                    KernelLaunched(
+                        i, name, n, (start - t0) * 1e3, (end - t0) * 1e3, moved, self.backend.name
+                    )
+                )
+        return gathered
+
+
+def to_handles(m, value, ty, executor: Executor, next_vid: int):
+    """An instance with every tensor replaced by a value id; returns (value, next id)."""
+    if not _has_tensor(m, ty, set()):
+        return value, next_vid
+    counter = [next_vid]
+
+    def conv(v, t):
+        if isinstance(t, TensorType):
+            vid = counter[0]
+            counter[0] += 1
+            executor.upload(vid, np.asarray(v))
+            return vid
+        if isinstance(t, TupleType):
+            return tuple(conv(x, ft) for x, ft in zip(v, t.fields))
+        return _map_adt(m, v, t, conv)
+
+    out = conv(value, ty)
+    return out, counter[0]
+
+
+def from_handles(m, value, ty, executor: Executor):
+    """A result with every value id replaced by its tensor (host arrays)."""
+    if not _has_tensor(m, ty, set()):
+        return value
+
+    def conv(v, t):
+        if isinstance(t, TensorType):
+            return executor.read(v)
+        if isinstance(t, TupleType):
+            return tuple(conv(x, ft) for x, ft in zip(v, t.fields))
+        return _map_adt(m, v, t, conv)
+
+    return conv(value, ty)
+
+
+def _map_adt(m, v, t, conv):
+    """Rebuild an ADT value with ``conv`` applied to its non-recursive fields.
+
+    The recursive spine (a list's tail, a tree's subtrees of the same type) is walked
+    with an explicit stack, so any depth works."""
+    from acrobat.ir.types import AdtType, substitute
+    from acrobat.ir.values import AdtValue
+
+    if not isinstance(t, AdtType):
+        return v
+    adt = m.adt_map[t.name]
+    mapping = dict(zip(adt.type_params, t.args))
+
+    def fields_of(node):
+        ctor = adt.ctors[m.ctor_map[node.ctor][1]]
+        return [(f, substitute(ft, mapping)) for f, ft in zip(node.fields, ctor.fields)]
+
+    order, stack = [], [v]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(f for f, ft in fields_of(node) if ft == t)
+    done: dict[int, AdtValue] = {}
+    for node in reversed(order):
+        fields = tuple(done[id(f)] if ft == t else conv(f, ft) for f, ft in fields_of(node))
+        done[id(node)] = AdtValue(node.ctor, fields)
+    return done[id(v)]
+
+
+def _has_tensor(m, ty, seen: set) -> bool:
+    from acrobat.ir.types import AdtType, substitute
+
+    if isinstance(ty, TensorType):
+        return True
+    if isinstance(ty, TupleType):
+        return any(_has_tensor(m, f, seen) for f in ty.fields)
+    if isinstance(ty, AdtType):
+        if ty in seen:
+            return False
+        seen.add(ty)
+        adt = m.adt_map[ty.name]
+        mapping = dict(zip(adt.type_params, ty.args))
+        return any(
+            _has_tensor(m, substitute(f, mapping), seen) for c in adt.ctors for f in c.fields
+        )
+    return False

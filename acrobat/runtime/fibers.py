@@ -1,0 +1,96 @@
+"""Fibers: concurrent instances for tensor-dependent control flow (PAPER.md 8).
+
+Every instance runs as a fiber: a stack of host-program generators (a call of another
+fiber function pushes its generator, so nesting is a list, not C recursion). A fiber
+runs until it needs something:
+
+* READ a tensor value (``item``/``argmax``): it blocks; when every live fiber is blocked,
+  the pending DFG is executed in ONE batched pass and all reads are answered together;
+* SPAWN independent children (``parallel``/``map`` of fiber functions): each child is a
+  fiber; the parent resumes with all their results once the last one finishes;
+* a PHASE barrier: it waits until every fiber has reached the barrier (or finished).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+from acrobat.codegen.host import CALL, PHASE, READ_ARGMAX, READ_ITEM, SPAWN
+
+
+class Fiber:
+    """One instance (or one spawned child): its generator stack and its parent."""
+
+    __slots__ = ("stack", "inst", "parent", "slot", "pending", "results")
+
+    def __init__(self, gen, inst: int, parent: Fiber | None = None, slot: int = 0):
+        self.stack = [gen]
+        self.inst = inst
+        self.parent = parent
+        self.slot = slot
+        self.pending = 0
+        self.results: list | None = None
+
+
+def run_fibers(
+    roots: list[Fiber],
+    set_instance: Callable[[int], None],
+    flush: Callable[[], None],
+    read: Callable[[int, int], object],
+) -> tuple[list, int]:
+    """Drive fibers to completion; returns (results by root order, DFG passes made)."""
+    results: list = [None] * len(roots)
+    ready: deque = deque((f, None) for f in roots)
+    reads: list = []
+    barrier: list = []
+    passes = 0
+    root_index = {id(f): i for i, f in enumerate(roots)}
+    while True:
+        while ready:
+            fiber, value = ready.popleft()
+            set_instance(fiber.inst)
+            while True:
+                try:
+                    req = fiber.stack[-1].send(value)
+                except StopIteration as stop:
+                    fiber.stack.pop()
+                    value = stop.value
+                    if fiber.stack:
+                        continue
+                    parent = fiber.parent
+                    if parent is None:
+                        results[root_index[id(fiber)]] = value
+                    else:
+                        parent.results[fiber.slot] = value
+                        parent.pending -= 1
+                        if parent.pending == 0:
+                            ready.append((parent, parent.results))
+                    break
+                op = req[0]
+                if op == CALL:
+                    fiber.stack.append(req[1])
+                    value = None
+                    continue
+                if op in (READ_ITEM, READ_ARGMAX):
+                    reads.append((fiber, op, req[1]))
+                elif op == SPAWN:
+                    gens = req[1]
+                    fiber.pending = len(gens)
+                    fiber.results = [None] * len(gens)
+                    for i, g in enumerate(gens):
+                        ready.append((Fiber(g, fiber.inst, fiber, i), None))
+                elif op == PHASE:
+                    barrier.append(fiber)
+                break
+        if reads:
+            flush()
+            passes += 1
+            for fiber, op, vid in reads:
+                ready.append((fiber, read(op, vid)))
+            reads = []
+        elif barrier:
+            ready.extend((f, None) for f in barrier)
+            barrier = []
+        else:
+            return results, passes

@@ -1,0 +1,150 @@
+"""Scheduling policies: pure functions from a DFG to an ordered list of batches.
+
+* ``acrobat`` — buckets by (phase, inline depth, kernel), in that order; no traversal,
+  the host program already computed every node's depth (PAPER.md optimization 4).
+* ``dynet-depth`` — DyNet's depth-based batching: a traversal computes each node's depth
+  (1 + the deepest producer), then nodes of equal depth and kernel form a batch.
+* ``dynet-agenda`` — DyNet's agenda heuristic: keep the ready nodes grouped by kernel and
+  repeatedly run the group with the lowest average depth.
+* ``eager`` — one launch per node, in recording order (no batching).
+
+A valid schedule runs each node exactly once, after all of its producers, and each
+batch holds nodes of one kernel. :func:`lower_bound` gives a number of batches no valid
+schedule can beat: the nodes on the longest dependency path (each needs its own, later,
+batch), the number of distinct kernels, whichever is larger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from acrobat.codegen.host import STRIDE
+from acrobat.errors import AcrobatNameError
+from acrobat.runtime.dfg import DFG, KEY
+
+POLICIES = ("acrobat", "dynet-depth", "dynet-agenda", "eager")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Nodes (local indices into ``dfg.records[kernel]``) run as one launch."""
+
+    kernel: int
+    nodes: np.ndarray
+    level: int  # the depth key (acrobat) or computed depth the batch was formed at
+
+
+@dataclass(frozen=True)
+class Schedule:
+    policy: str
+    batches: list[Batch]
+    lower_bound: int
+
+
+def _groups(kernel: np.ndarray, local: np.ndarray, level: np.ndarray) -> list[Batch]:
+    """Batches of equal (level, kernel), ordered by level then kernel."""
+    if len(kernel) == 0:
+        return []
+    order = np.lexsort((local, kernel, level))
+    k, loc, lv = kernel[order], local[order], level[order]
+    cut = np.flatnonzero((np.diff(k) != 0) | (np.diff(lv) != 0)) + 1
+    starts = np.concatenate(([0], cut))
+    ends = np.concatenate((cut, [len(k)]))
+    return [Batch(int(k[s]), loc[s:e], int(lv[s])) for s, e in zip(starts, ends)]
+
+
+def acrobat_schedule(dfg: DFG) -> list[Batch]:
+    """Buckets by inline depth key (phase-major), kernel by kernel."""
+    ks, ls, lv = [], [], []
+    for k, r in enumerate(dfg.records):
+        if len(r):
+            ks.append(np.full(len(r), k))
+            ls.append(np.arange(len(r)))
+            lv.append(r[:, KEY])
+    if not ks:
+        return []
+    return _groups(np.concatenate(ks), np.concatenate(ls), np.concatenate(lv))
+
+
+def traversal_depths(dfg: DFG):
+    """DyNet's depth: 1 + the max depth of a node's producers.
+
+    Relaxed with NumPy over the edge list until nothing changes (as many rounds as the
+    longest path has nodes), rather than node by node.
+    """
+    k, loc, key, src, dst = dfg.edges()
+    depth = np.zeros(len(k), np.int64)
+    while len(src):
+        new = depth.copy()
+        np.maximum.at(new, dst, depth[src] + 1)
+        if np.array_equal(new, depth):
+            break
+        depth = new
+    return k, loc, key, src, dst, depth
+
+
+def dynet_depth_schedule(dfg: DFG) -> list[Batch]:
+    k, loc, *_, depth = traversal_depths(dfg)
+    return _groups(k, loc, depth)
+
+
+def runtime_depth_schedule(dfg: DFG) -> list[Batch]:
+    """ACRoBat with inline depth off: depths by traversal, phases still honoured."""
+    k, loc, key, *_, depth = traversal_depths(dfg)
+    return _groups(k, loc, (key // STRIDE) * STRIDE + depth)
+
+
+def dynet_agenda_schedule(dfg: DFG) -> list[Batch]:
+    """Ready nodes grouped by kernel; run the group with the lowest mean depth first."""
+    k, loc, _, src, dst, depth = traversal_depths(dfg)
+    n = len(k)
+    pairs = np.unique(np.stack([src, dst]), axis=1) if len(src) else np.zeros((2, 0), np.int64)
+    waiting = np.bincount(pairs[1], minlength=n)
+    order = np.argsort(pairs[0], kind="stable")
+    cons_src, cons_dst = pairs[0][order], pairs[1][order]
+    bounds = np.searchsorted(cons_src, np.arange(n + 1))
+    ready: dict[int, list[int]] = {}
+    for pos in np.flatnonzero(waiting == 0).tolist():
+        ready.setdefault(int(k[pos]), []).append(pos)
+    batches = []
+    while ready:
+        kk = min(ready, key=lambda g: (float(depth[ready[g]].mean()), g))
+        group = ready.pop(kk)
+        batches.append(Batch(kk, loc[group], int(depth[group].mean())))
+        for pos in group:
+            for c in cons_dst[bounds[pos] : bounds[pos + 1]].tolist():
+                waiting[c] -= 1
+                if waiting[c] == 0:
+                    ready.setdefault(int(k[c]), []).append(c)
+    return batches
+
+
+def eager_schedule(dfg: DFG) -> list[Batch]:
+    k, loc, _, key = dfg.all_nodes()
+    return [Batch(int(a), np.array([b]), int(c)) for a, b, c in zip(k, loc, key)]
+
+
+def lower_bound(dfg: DFG) -> int:
+    """max(nodes on the longest dependency path, distinct kernels) — see module doc."""
+    if dfg.num_nodes == 0:
+        return 0
+    depth = traversal_depths(dfg)[-1]
+    kernels = sum(1 for r in dfg.records if len(r))
+    return int(max(depth.max() + 1, kernels))
+
+
+def schedule(dfg: DFG, policy: str, inline_depth: bool = True) -> Schedule:
+    """Run a policy and report the lower bound beside it."""
+    if policy == "acrobat":
+        batches = acrobat_schedule(dfg) if inline_depth else runtime_depth_schedule(dfg)
+    elif policy == "dynet-depth":
+        batches = dynet_depth_schedule(dfg)
+    elif policy == "dynet-agenda":
+        batches = dynet_agenda_schedule(dfg)
+    elif policy == "eager":
+        batches = eager_schedule(dfg)
+    else:
+        raise AcrobatNameError(f"unknown policy {policy!r}", hint=f"choose one of {POLICIES}")
+    return Schedule(policy, batches, -1)
