@@ -68,5 +68,29 @@ class BranchCosts:
         return 0
 
     def arms(self, e: If | Match) -> list[int | None]:
+        """The prefix cost of each arm (see :meth:`prefix`)."""
         arms = [e.then, e.orelse] if isinstance(e, If) else [c.body for c in e.clauses]
-        return [self.cost(a) for a in arms]
+        return [self.prefix(a) for a in arms]
+
+    def prefix(self, e: Expr) -> int | None:
+        """Steps taken before a final tail call into recursion (all steps if none).
+
+        Arms such as ``SHIFT; parse(...)`` and ``decide; REDUCE; parse(...)`` both end in
+        the same recursion; equal prefixes make every instance enter it at one depth.
+        """
+        t = type(e)
+        if t is Let:
+            total = 0
+            for b in e.bindings:
+                c = self.cost(b.value)
+                if c is None:
+                    return None
+                total += c
+            c = self.prefix(e.body)
+            return None if c is None else total + c
+        if t is FnCall and e.fn in self.recursive:
+            return 0
+        if t in (If, Match):
+            costs = set(self.arms(e))
+            return costs.pop() if len(costs) == 1 else None
+        return self.cost(e)

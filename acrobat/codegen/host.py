@@ -11,6 +11,11 @@ static depth within the current phase; ``parallel``/``map`` children start at th
 ``d`` and the parent continues from their max; ghost ops add to ``d``; ``phase()``
 moves ``d`` to the next phase's base. No IR is interpreted at run time.
 
+After a tensor read the fiber resumes only once the pending DFG has been executed, so
+every value it can see exists: its dynamic depth restarts at the phase's base, which
+re-aligns instances that drifted apart (a shift-reduce parser doing different numbers of
+SHIFTs and REDUCEs) — an improvement over keeping depths across rounds.
+
 Functions that need tensor values (``item``/``argmax``, or calls of such functions —
 the taint analysis's fiber functions) are generated as generators: they yield requests
 ``(op, payload)`` to the fiber scheduler in :mod:`acrobat.runtime.fibers` — READ a
@@ -253,6 +258,9 @@ class _Gen:
         elif e.op in ("item", "argmax"):
             code = READ_ITEM if e.op == "item" else READ_ARGMAX
             self.emit(ind, f"{target} = yield ({code}, {self.atom(e.args[0])})")
+            # everything recorded before the read has been executed: restart the
+            # dynamic depth at this phase's base, so instances re-align every round
+            self.emit(ind, f"d = d - d % {STRIDE} + {self.base}")
         else:
             raise NotImplementedError(f"tensor op {e.op} outside a kernel")
 

@@ -28,8 +28,8 @@ class NumpyKernel:
     fn: object
 
 
-def _sigmoid(x):
-    t = np.negative(x)
+def _sigmoid(x, out=None):
+    t = np.negative(x, out=out)
     np.exp(t, out=t)
     t += 1.0
     return np.reciprocal(t, out=t)
@@ -55,6 +55,24 @@ def _layer_norm(x, g, b, eps):
     return xc / np.sqrt(var + eps) * g + b
 
 
+def workspace(shapes: list[tuple[tuple[int, ...], str]]):
+    """``buf(i, B)``: a ``[B, *shape_i]`` view of a buffer kept across calls.
+
+    Kernel temporaries are written into these instead of fresh arrays: large fresh
+    arrays cost a page fault per page on first touch, which doubled kernel time."""
+    store: list[np.ndarray | None] = [None] * len(shapes)
+
+    def buf(i: int, B: int) -> np.ndarray:
+        a = store[i]
+        if a is None or a.shape[0] < B:
+            cap = max(B, 2 * a.shape[0]) if a is not None else B
+            shape, dtype = shapes[i]
+            a = store[i] = np.empty((cap,) + shape, dtype)
+        return a[:B]
+
+    return buf
+
+
 HELPERS = {
     "np": np,
     "_sigmoid": _sigmoid,
@@ -63,24 +81,44 @@ HELPERS = {
     "_layer_norm": _layer_norm,
 }
 
+# {0}, {1}: operands; {out}: ", out=<buffer>" when the result may overwrite an operand
 _UNARY = {
-    "sigmoid": "_sigmoid({0})",
-    "tanh": "np.tanh({0})",
-    "relu": "np.maximum({0}, 0)",
+    "sigmoid": "_sigmoid({0}{out})",
+    "tanh": "np.tanh({0}{out})",
+    "relu": "np.maximum({0}, 0{out})",
     "gelu": "_gelu({0})",
-    "exp": "np.exp({0})",
-    "log": "np.log({0})",
-    "sqrt": "np.sqrt({0})",
-    "neg": "np.negative({0})",
+    "exp": "np.exp({0}{out})",
+    "log": "np.log({0}{out})",
+    "sqrt": "np.sqrt({0}{out})",
+    "neg": "np.negative({0}{out})",
 }
 _BINARY = {
-    "add": "np.add({0}, {1})",
-    "sub": "np.subtract({0}, {1})",
-    "mul": "np.multiply({0}, {1})",
-    "div": "np.divide({0}, {1})",
-    "maximum": "np.maximum({0}, {1})",
-    "minimum": "np.minimum({0}, {1})",
+    "add": "np.add({0}, {1}{out})",
+    "sub": "np.subtract({0}, {1}{out})",
+    "mul": "np.multiply({0}, {1}{out})",
+    "div": "np.divide({0}, {1}{out})",
+    "maximum": "np.maximum({0}, {1}{out})",
+    "minimum": "np.minimum({0}, {1}{out})",
 }
+# ops whose result is a fresh array the kernel owns (so a later op may overwrite it)
+_FRESH = (
+    set(_UNARY)
+    | set(_BINARY)
+    | {
+        "dense",
+        "matmul",
+        "batch_matmul",
+        "embed",
+        "concat",
+        "softmax",
+        "layer_norm",
+        "sum",
+        "mean",
+        "max",
+        "zeros",
+        "ones",
+    }
+)
 
 
 class _KernelGen:
@@ -92,6 +130,7 @@ class _KernelGen:
         self.batched: dict[str, bool] = {}
         self.rank: dict[str, int] = {}
         self.names: dict[str, str] = {}
+        self.slots: list[tuple[tuple[int, ...], str]] = []
 
     def name(self, var: str) -> str:
         return self.names.get(var, ident("x_", var))
@@ -113,7 +152,31 @@ class _KernelGen:
             return f"np.float32({float(e.value)!r})", False, 0
         raise NotImplementedError(type(e).__name__)
 
+    def count_uses(self) -> None:
+        """Uses of each variable in the body (outputs count as uses: never overwritten)."""
+        from acrobat.ir.traversal import walk
+
+        self.uses: dict[str, int] = {}
+        for x in walk(self.f.body):
+            if isinstance(x, Var):
+                self.uses[x.name] = self.uses.get(x.name, 0) + 1
+        self.owned: set[str] = set()
+
+    def slot(self, ty: TensorType) -> str:
+        """``, out=<workspace view>`` for a batched result of type ``ty``."""
+        self.slots.append((tuple(ty.shape), ty.dtype))
+        return f", out=_buf({len(self.slots) - 1}, B)"
+
+    def reusable(self, e, out_ty) -> str | None:
+        """The buffer of operand ``e`` if the op's result may be written over it."""
+        if not isinstance(e, Var) or e.name not in self.owned or self.uses.get(e.name) != 1:
+            return None
+        if not self.batched[e.name] or e.ty != out_ty:
+            return None
+        return self.name(e.name)
+
     def generate(self) -> str:
+        self.count_uses()
         f = self.f
         args = []
         for p in f.params:
@@ -167,6 +230,12 @@ class _KernelGen:
             return
         code, batched = self.op(e)
         self.lines.append(f"    {target} = {code}")
+        if e.op in _FRESH and batched:
+            self.owned.add(var.name)
+            if e.op == "dense" and len(e.args) > 2:  # bias added in place
+                matmul = code[len("np.add(") : code.rindex(", ")]
+                self.lines[-1] = f"    {target} = {matmul}"
+                self.lines.append(f"    {target} += {self.operand(e.args[2])[0]}")
         self.batched[var.name] = batched
         self.rank[var.name] = len(e.ty.shape) if isinstance(e.ty, TensorType) else 0
 
@@ -177,14 +246,20 @@ class _KernelGen:
         shift = 1 if anyb else 0
         name = e.op
         if name in _UNARY:
-            return _UNARY[name].format(ops[0][0]), ops[0][1]
+            buf = self.reusable(e.args[0], e.ty)
+            out = f", out={buf}" if buf else self.slot(e.ty) if ops[0][1] else ""
+            if name == "gelu":
+                out = ""
+            return _UNARY[name].format(ops[0][0], out=out), ops[0][1]
         if name in _BINARY:
             (a, ab, ar), (b, bb, br) = ops
             out_rank = len(e.ty.shape)
             if ab and bb:
                 a = self.expand(a, ar, out_rank)
                 b = self.expand(b, br, out_rank)
-            return _BINARY[name].format(a, b), anyb
+            buf = self.reusable(e.args[0], e.ty) or self.reusable(e.args[1], e.ty)
+            out = f", out={buf}" if buf else self.slot(e.ty) if anyb else ""
+            return _BINARY[name].format(a, b, out=out), anyb
         if name == "dense":
             x, xb, _ = ops[0]
             wt = (
@@ -192,7 +267,7 @@ class _KernelGen:
                 if isinstance(e.args[1], ParamRef)
                 else f"{ops[1][0]}.T"
             )
-            code = f"np.matmul({x}, {wt})"
+            code = f"np.matmul({x}, {wt}{self.slot(e.ty) if xb else ''})"
             if len(ops) > 2:
                 code = f"np.add({code}, {ops[2][0]})"
             return code, xb or ops[1][1]
@@ -204,7 +279,7 @@ class _KernelGen:
                 b = f"np.swapaxes({b}, -1, -2)"
             return f"np.matmul({a}, {b})", anyb
         if name == "embed":
-            return f"np.take({ops[0][0]}, {ops[1][0]}, axis=0)", True
+            return f"np.take({ops[0][0]}, {ops[1][0]}, axis=0{self.slot(e.ty)})", True
         if name == "concat":
             axis = attrs.get("axis", 0)
             rank = ops[0][2]
@@ -213,7 +288,8 @@ class _KernelGen:
                 o[0] if o[1] or not anyb else f"np.broadcast_to({o[0]}, (B,) + {o[0]}.shape)"
                 for o in ops
             ]
-            return f"np.concatenate(({', '.join(parts)},), axis={ax})", anyb
+            out = self.slot(e.ty) if anyb else ""
+            return f"np.concatenate(({', '.join(parts)},), axis={ax}{out})", anyb
         if name == "split":
             x, xb, r = ops[0]
             ax = attrs.get("axis", 0) % r + (1 if xb else 0)
@@ -283,5 +359,6 @@ def compile_numpy_kernel(f: Function, weights: dict[str, np.ndarray]) -> NumpyKe
     gen = _KernelGen(f, weights)
     source = gen.generate()
     ns = gen.ns
+    ns["_buf"] = workspace(gen.slots)
     exec(compile(source, f"<kernel {f.name}>", "exec"), ns)  # our own generated code
     return NumpyKernel(f.name, source, ns[ident("kernel_", f.name)])

@@ -20,6 +20,8 @@ from acrobat.errors import InstanceError
 from acrobat.ir.nodes import Module
 from acrobat.ir.types import AdtType, FuncType, ScalarType, TensorType, TupleType, Type, substitute
 
+_INT_T = ScalarType("int")
+
 
 class AdtValue:
     """A constructed ADT value, e.g. ``AdtValue("Node", (left, right))``."""
@@ -90,8 +92,55 @@ def to_list(v: AdtValue) -> list[Any]:
 
 
 def check_value(m: Module, value: Any, ty: Type, index: int | None = None, what: str = "") -> None:
-    """Raise :class:`InstanceError` if ``value`` is not a value of type ``ty``."""
-    stack: list[tuple[Any, Type, str]] = [(value, ty, what or "the input")]
+    """Raise :class:`InstanceError` if ``value`` is not a value of type ``ty``.
+
+    The common case (the value fits) is a lean loop with per-type field tables; only
+    when something is wrong is the value walked again to say where.
+    """
+    if not _fits(m, value, ty):
+        _explain_mismatch(m, value, ty, index, what or "the input")
+
+
+def _fields_table(m: Module, t: AdtType, cache: dict) -> dict[str, tuple[Type, ...]]:
+    table = cache.get(t)
+    if table is None:
+        adt = m.adt_map[t.name]
+        mapping = dict(zip(adt.type_params, t.args))
+        table = {c.name: tuple(substitute(f, mapping) for f in c.fields) for c in adt.ctors}
+        cache[t] = table
+    return table
+
+
+def _fits(m: Module, value: Any, ty: Type) -> bool:
+    cache: dict = {}
+    stack = [(value, ty)]
+    while stack:
+        v, t = stack.pop()
+        tt = type(t)
+        if tt is AdtType:
+            if type(v) is not AdtValue:
+                return False
+            fts = _fields_table(m, t, cache).get(v.ctor)
+            if fts is None or len(fts) != len(v.fields):
+                return False
+            for x, ft in zip(v.fields, fts):
+                if ft == _INT_T:
+                    if type(x) is not int:
+                        return False
+                else:
+                    stack.append((x, ft))
+        elif tt is TupleType:
+            if type(v) is not tuple or len(v) != len(t.fields):
+                return False
+            stack.extend(zip(v, t.fields))
+        elif _mismatch(m, v, t):
+            return False
+    return True
+
+
+def _explain_mismatch(m: Module, value: Any, ty: Type, index, what: str) -> None:
+    """Walk again with paths and raise the first mismatch found."""
+    stack: list[tuple[Any, Type, str]] = [(value, ty, what)]
     while stack:
         v, t, where = stack.pop()
         err = _mismatch(m, v, t)

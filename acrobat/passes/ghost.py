@@ -5,8 +5,11 @@ steps (see :mod:`acrobat.analysis.branch_costs`) but different numbers, e.g. a S
 (one kernel) next to a no-op branch. Without padding, instances that took the cheap
 branch run ahead in depth and never again meet the others in the same bucket. Steps:
 append ``ghost(count=k)`` to each branch that is ``k`` steps short, so every instance
-leaves the branch at the same depth. Unlike the artifact (branches of fewer than 5
-kernels only), any fixed counts are padded; inner branches are padded first.
+leaves the branch at the same depth. Branches that end in a tail call into recursion
+(a shift-reduce parser's ``SHIFT; parse(...)`` next to ``decide; REDUCE; parse(...)``)
+are compared by the steps BEFORE that call, and padded just before it, so every instance
+enters the next recursion step at the same depth. Unlike the artifact (branches of
+fewer than 5 kernels only), any fixed counts are padded; inner branches are padded first.
 
 Needs: kernels, hoisting done. Guarantees: same values (ghosts compute nothing).
 """
@@ -23,7 +26,7 @@ from acrobat.passes.base import NameSupply, PassContext
 
 
 def pad(e: Expr, k: int, names: NameSupply) -> Expr:
-    """``e`` followed by ``k`` ghost steps."""
+    """``e`` with ``k`` ghost steps after its bindings (before its result or tail call)."""
     g = Binding(Var(names.fresh("ghost"), ty=UNIT), OpCall("ghost", (), (("count", k),), ty=UNIT))
     if isinstance(e, Let):
         return dataclasses.replace(e, bindings=e.bindings + (g,))

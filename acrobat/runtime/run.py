@@ -101,6 +101,7 @@ class Runtime:
             "bytes_gathered": 0,
         }
         schedules = []
+        spans: list[tuple[str, float, float]] = []
 
         def flush() -> None:
             """Schedule and execute every node recorded since the last flush."""
@@ -126,6 +127,9 @@ class Runtime:
             stats["launches"] += len(sched.batches)
             stats["nodes"] += dfg.num_nodes
             schedules.append((dfg, sched))
+            spans.append(("dfg_arrays", t1, t2))
+            spans.append(("scheduling", t2, t3))
+            spans.append(("execution", t3, t4))
 
         old_limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(old_limit, 200_000))
@@ -155,7 +159,10 @@ class Runtime:
                 for i, a in enumerate(args_list):
                     start(i, None)
                     raw.append(entry(*a, self.base))
-            stats["host_ms"] = (time.perf_counter() - tg) * 1e3
+            t_host = time.perf_counter()
+            in_flush = sum(b - a for _, a, b in spans)
+            stats["host_ms"] = (t_host - tg - in_flush) * 1e3
+            spans.append(("graph_construction", tg, t_host))
             flush()
         finally:
             sys.setrecursionlimit(old_limit)
@@ -172,6 +179,8 @@ class Runtime:
         stats["policy"] = policy
         stats["backend"] = self.backend.name
         if trace_level != "off":
+            for name, a, b in sorted(spans, key=lambda s: s[1]):
+                trace.emit(HostSpan(name, (a - t0) * 1e3, (b - t0) * 1e3))
             _trace_run(trace, schedules, self.kernels, policy, t0, trace_level)
         return RunResult(outputs, trace, stats)
 
