@@ -24,5 +24,13 @@ class NullBackend:
 
         return fn, f"# null kernel {kernel.name}: returns zeros of {shapes}\n"
 
+    @staticmethod
+    def to_device(a: np.ndarray) -> np.ndarray:
+        return a
+
+    @staticmethod
+    def to_host(a) -> np.ndarray:
+        return np.array(a)
+
     def synchronize(self) -> None:
         """Nothing to wait for."""

@@ -18,5 +18,13 @@ class NumpyBackend:
         k = compile_numpy_kernel(kernel.function, params)
         return k.fn, k.source
 
+    @staticmethod
+    def to_device(a: np.ndarray) -> np.ndarray:
+        return a
+
+    @staticmethod
+    def to_host(a) -> np.ndarray:
+        return np.array(a)
+
     def synchronize(self) -> None:
         """Nothing to wait for on the CPU."""

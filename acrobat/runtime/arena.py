@@ -21,13 +21,15 @@ class ArenaLimitError(AcrobatError):
 class Arena:
     """Rows of one tensor class; ``alloc(n)`` returns the first of ``n`` new rows."""
 
-    __slots__ = ("shape", "dtype", "width", "buf", "top", "peak")
+    __slots__ = ("shape", "dtype", "width", "buf", "top", "peak", "xp", "zero_copy")
 
-    def __init__(self, shape: tuple[int, ...], dtype: str, capacity: int = 64):
+    def __init__(self, shape: tuple[int, ...], dtype: str, capacity: int = 64, xp=np):
+        self.xp = xp  # numpy, or cupy for device arenas
+        self.zero_copy = True
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.width = max(1, math.prod(shape))
-        self.buf = np.empty((capacity, self.width), self.dtype)
+        self.buf = xp.empty((capacity, self.width), self.dtype)
         self.top = 0
         self.peak = 0
 
@@ -35,7 +37,7 @@ class Arena:
         start = self.top
         end = start + n
         if end > self.buf.shape[0]:
-            new = np.empty((max(end, 2 * self.buf.shape[0]), self.width), self.dtype)
+            new = self.xp.empty((max(end, 2 * self.buf.shape[0]), self.width), self.dtype)
             new[:start] = self.buf[:start]
             self.buf = new
         self.top = end
@@ -46,17 +48,22 @@ class Arena:
         """A view of ``n`` rows as ``[n, *shape]``."""
         return self.buf[start : start + n].reshape((n,) + self.shape)
 
-    def gather(self, rows: np.ndarray) -> np.ndarray:
-        """Rows by index as ``[n, *shape]``: a view when they are contiguous, else a copy."""
+    def gather(self, rows: np.ndarray):
+        """Rows by index (host ints) as ``([n, *shape] array, bytes copied)``: a view when
+        they are contiguous and ``zero_copy`` is on (the outputs of one batch are one
+        block), else a copy."""
         n = rows.shape[0]
         r0 = int(rows[0]) if n else 0
         if (
-            n
+            self.zero_copy
+            and n
             and int(rows[-1]) - r0 == n - 1
             and (n < 3 or np.array_equal(rows, np.arange(r0, r0 + n)))
         ):
-            return self.buf[r0 : r0 + n].reshape((n,) + self.shape)
-        return self.buf.take(rows, axis=0).reshape((n,) + self.shape)
+            return self.buf[r0 : r0 + n].reshape((n,) + self.shape), 0
+        idx = rows if self.xp is np else self.xp.asarray(rows)
+        out = self.buf.take(idx, axis=0).reshape((n,) + self.shape)
+        return out, n * self.width * self.dtype.itemsize
 
     @property
     def nbytes(self) -> int:
@@ -66,15 +73,18 @@ class Arena:
 class ArenaPool:
     """All arenas of a program, keyed by tensor class; recycled across runs."""
 
-    def __init__(self, limit_bytes: int | None = None):
+    def __init__(self, limit_bytes: int | None = None, xp=np, zero_copy: bool = True):
         self.arenas: dict[tuple, Arena] = {}
         self.limit = limit_bytes
+        self.xp = xp
+        self.zero_copy = zero_copy
 
     def get(self, shape: tuple[int, ...], dtype: str = "float32") -> Arena:
         key = (tuple(shape), str(dtype))
         a = self.arenas.get(key)
         if a is None:
-            a = self.arenas[key] = Arena(shape, dtype)
+            a = self.arenas[key] = Arena(shape, dtype, xp=self.xp)
+            a.zero_copy = self.zero_copy
         return a
 
     def reset(self) -> None:

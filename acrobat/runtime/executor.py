@@ -62,7 +62,7 @@ class Executor:
         """Store an input tensor as value ``vid``."""
         a = self._arena(TensorType(value.shape, str(value.dtype)))
         row = a.alloc(1)
-        a.buf[row] = value.reshape(-1)
+        a.buf[row] = self.backend.to_device(value.reshape(-1))
         self.reserve(vid + 1)
         self.row_of[vid] = row
         self.arena_of[vid] = self.arena_index[id(a)]
@@ -70,7 +70,7 @@ class Executor:
     def read(self, vid: int) -> np.ndarray:
         """A copy of value ``vid`` as a host NumPy array."""
         a = self.arena_list[self.arena_of[vid]]
-        return np.array(a.buf[self.row_of[vid]].reshape(a.shape))
+        return self.backend.to_host(a.buf[self.row_of[vid]].reshape(a.shape))
 
     def output_bytes(self, dfg: DFG) -> int:
         """Bytes the outputs of every pending node will take (for the memory check)."""
@@ -93,11 +93,10 @@ class Executor:
             for a, arena in enumerate(self.in_arenas[k]):
                 col = rec[:, 3 + a]
                 if arena is None:
-                    args.append(col)
+                    args.append(self.backend.to_device(col))
                 else:
-                    x = arena.gather(self.row_of[col])
-                    if x.base is not arena.buf:
-                        moved += x.nbytes
+                    x, copied = arena.gather(self.row_of[col])
+                    moved += copied
                     args.append(x)
             start = time.perf_counter()
             outs = self.fns[k](n, *args)
