@@ -8,7 +8,7 @@ ADDRESS ?= localhost
 PYTEST_ARGS ?=
 SYSTEM_PACKAGES = graphviz chromium
 
-.PHONY: setup system-packages test lint explorer clean
+.PHONY: setup system-packages test lint explorer peers bench clean
 
 setup: system-packages $(VENV)/.installed
 
@@ -46,6 +46,23 @@ lint: $(VENV)/.installed
 explorer: setup
 	$(VENV)/bin/panel serve apps/explorer.py --port $(PORT) --address $(ADDRESS)
 
+# Optional peers for the benchmark: PyTorch (a local CPU build) in the venv, and DyNet 2.1.2
+# built from its PyPI sdist into .dynet-venv (6-9 minutes; recipe in ../shared/peers).
+peers: setup
+	$(PY) -m pip install torch==2.13.0
+	@if [ -x .dynet-venv/bin/python ] && .dynet-venv/bin/python -c "import dynet" 2>/dev/null; then \
+		echo "DyNet already built in .dynet-venv"; \
+	elif [ -f ../shared/peers/build_dynet.sh ]; then \
+		bash ../shared/peers/build_dynet.sh .dynet-venv .dynet-build; \
+	else \
+		echo "error: ../shared/peers/build_dynet.sh not found: cannot build DyNet" >&2; exit 1; \
+	fi
+
+# The paper's grid on this machine, then the report (CSV, markdown, HTML).
+bench: setup
+	$(PY) -m acrobat.bench paper --out bench-results/paper.jsonl
+	$(PY) -m acrobat.bench report bench-results/paper.jsonl --out bench-results/report
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache .hypothesis .dynet-build
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,86 @@
+"""Command line: ``python -m acrobat.bench {run,paper,ablation,report} ...`` (also
+``acrobat-bench``). ``run`` prints one JSON row; ``paper`` and ``ablation`` write JSON
+Lines (one row per configuration) with a progress bar on stderr; ``report`` turns rows
+into CSV, a markdown table and a self-contained HTML page of bokeh plots."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from acrobat.bench import grid
+from acrobat.bench.harness import DEFAULT_RUNS, DEFAULT_WARMUP, run_acrobat
+from acrobat.passes.options import OPTIMIZATIONS
+from acrobat.runtime.schedule import POLICIES
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="acrobat-bench", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="one configuration -> one JSON row on stdout")
+    r.add_argument("--model", required=True)
+    r.add_argument("--size", default="small")
+    r.add_argument("--batch", type=int, default=8)
+    r.add_argument("--policy", default="acrobat", choices=POLICIES)
+    r.add_argument("--backend", default="numpy")
+    r.add_argument("--disable", nargs="*", default=[], choices=OPTIMIZATIONS)
+    r.add_argument("--runs", type=int, default=DEFAULT_RUNS)
+    r.add_argument("--warmup", type=int, default=DEFAULT_WARMUP)
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--decisions", default="tensor", choices=("tensor", "random"))
+    for name, helptext in (("paper", "the paper's grid"), ("ablation", "each optimization off")):
+        g = sub.add_parser(name, help=helptext)
+        g.add_argument("--quick", action="store_true", help="tiny sizes, few runs (CI)")
+        g.add_argument("--out", default=f"bench-results/{name}.jsonl")
+        g.add_argument("--models", nargs="*", default=None)
+        g.add_argument("--sizes", nargs="*", default=None)
+        g.add_argument("--batches", nargs="*", type=int, default=None)
+        g.add_argument("--runs", type=int, default=None)
+        g.add_argument("--no-peers", action="store_true")
+    rep = sub.add_parser("report", help="CSV + markdown + HTML from JSON Lines rows")
+    rep.add_argument("inputs", nargs="+")
+    rep.add_argument("--out", default="bench-results/report")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.cmd == "run":
+        row = run_acrobat(
+            args.model,
+            args.size,
+            args.batch,
+            args.policy,
+            args.backend,
+            tuple(args.disable),
+            args.runs,
+            args.warmup,
+            args.seed,
+            args.decisions,
+        )
+        print(json.dumps(row))
+        return 0
+    if args.cmd in ("paper", "ablation"):
+        rows = grid.run_grid(args.cmd, args)
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("w") as f:
+            for row in rows:
+                f.write(json.dumps(row) + "\n")
+        problems = grid.check(rows, args.cmd)
+        print(f"{len(rows)} rows -> {out}", file=sys.stderr)
+        for p in problems:
+            print("PROBLEM:", p, file=sys.stderr)
+        return 1 if problems else 0
+    from acrobat.bench.report import write_report
+
+    paths = write_report([Path(p) for p in args.inputs], Path(args.out))
+    for p in paths:
+        print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""The paper's grid and the ablation grid, with a progress bar, and completeness checks."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Any
+
+import acrobat
+from acrobat.bench.harness import (
+    bench_instances,
+    finite,
+    run_acrobat,
+    run_baseline,
+    sgemm_limit,
+)
+from acrobat.models import MODEL_NAMES
+from acrobat.passes.options import OPTIMIZATIONS
+from acrobat.runtime.schedule import POLICIES
+
+PEER_MODELS = ("treelstm", "birnn")
+
+
+def _progress(i: int, n: int, label: str, t0: float) -> None:
+    width = 30
+    done = int(width * i / max(n, 1))
+    eta = (time.perf_counter() - t0) / max(i, 1) * (n - i)
+    sys.stderr.write(f"\r[{'#' * done}{'.' * (width - done)}] {i}/{n} eta {eta:5.0f}s {label:<40}")
+    sys.stderr.flush()
+    if i == n:
+        sys.stderr.write("\n")
+
+
+def configs(kind: str, args) -> list[tuple]:
+    quick = getattr(args, "quick", False)
+    models = args.models or list(MODEL_NAMES)
+    sizes = args.sizes or (["tiny"] if quick else ["small", "large"])
+    batches = args.batches or ([2, 4] if quick else [8, 64])
+    out = []
+    for m in models:
+        for s in sizes:
+            for b in batches:
+                if kind == "paper":
+                    out += [("acrobat", m, s, b, p, ()) for p in POLICIES]
+                    out += [("baseline", m, s, b, k, ()) for k in ("eager-numpy", "hand-batched")]
+                    if not args.no_peers and m in PEER_MODELS and not quick:
+                        out += [
+                            ("peer", m, s, b, k, ()) for k in ("torch", "off", "agenda", "depth")
+                        ]
+                else:
+                    out.append(("acrobat", m, s, b, "acrobat", ()))
+                    out += [("acrobat", m, s, b, "acrobat", (o,)) for o in OPTIMIZATIONS]
+    return out
+
+
+def run_grid(kind: str, args) -> list[dict[str, Any]]:
+    quick = getattr(args, "quick", False)
+    runs = args.runs or (1 if quick else 7)
+    warmup = 1 if quick else 2
+    rows: list[dict[str, Any]] = [sgemm_limit(512 if quick else 2048)]
+    todo = configs(kind, args)
+    t0 = time.perf_counter()
+    for i, (what, m, s, b, p, disable) in enumerate(todo):
+        _progress(
+            i, len(todo), f"{m} {s} b{b} {p} {'-' + ','.join(disable) if disable else ''}", t0
+        )
+        if what == "acrobat":
+            rows.append(run_acrobat(m, s, b, p, "numpy", disable, runs, warmup))
+        elif what == "baseline":
+            row = run_baseline(p, m, s, b, runs, warmup)
+            if row is not None:
+                rows.append(row)
+        else:
+            rows.append(_peer_row(p, m, s, b, runs, warmup))
+    _progress(len(todo), len(todo), "done", t0)
+    return rows
+
+
+def _peer_row(kind: str, model: str, size: str, batch: int, runs: int, warmup: int):
+    from acrobat.baselines.peers.runner import run_dynet, run_torch
+
+    spec = acrobat.models.load(model, size)
+    xs = bench_instances(spec, batch, 0)
+    row = (
+        run_torch(model, spec.params, xs, runs, warmup)
+        if kind == "torch"
+        else run_dynet(model, spec.params, xs, kind, runs, warmup)
+    )
+    row.update(size=size, batch=batch, backend="cpu")
+    return row
+
+
+def check(rows: list[dict[str, Any]], kind: str) -> list[str]:
+    """Completeness: every configuration present, numbers finite, outputs equal across
+    policies and baselines of one (model, size, batch)."""
+    problems = []
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if not finite(r):
+            problems.append(f"non-finite number in {r.get('system')} {r.get('model')}")
+        if r.get("system") == "sgemm":
+            continue
+        groups.setdefault((r.get("model"), r.get("size"), r.get("batch")), []).append(r)
+    for key, rs in groups.items():
+        sums = [r["checksum"] for r in rs if "checksum" in r]
+        if sums:
+            ref = sums[0]
+            for r, c in zip([r for r in rs if "checksum" in r], sums):
+                if not math.isclose(c, ref, rel_tol=1e-3, abs_tol=1e-2):
+                    problems.append(
+                        f"{key}: {r['system']} {r.get('policy')} "
+                        f"{r.get('disabled', '')} checksum {c} != {ref}"
+                    )
+        if kind == "paper":
+            pols = {r["policy"] for r in rs if r["system"] == "acrobat"}
+            if pols != set(POLICIES):
+                problems.append(f"{key}: policies {sorted(pols)} missing some of {POLICIES}")
+    return problems

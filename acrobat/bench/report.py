@@ -1,0 +1,170 @@
+"""Turn benchmark rows into CSV, a markdown table and a self-contained HTML page."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from pathlib import Path
+
+COLUMNS = (
+    "model",
+    "size",
+    "batch",
+    "system",
+    "policy",
+    "disabled",
+    "total_ms",
+    "gen_ms",
+    "sched_ms",
+    "exe_ms",
+    "launches",
+    "lower_bound",
+    "mean_batch",
+    "gflops",
+    "status",
+)
+
+
+def load_rows(paths: list[Path]) -> list[dict]:
+    rows = []
+    for p in paths:
+        for line in p.read_text().splitlines():
+            if line.strip():
+                rows.append(json.loads(line))
+    return rows
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+    return "" if v is None else str(v)
+
+
+def markdown(rows: list[dict]) -> str:
+    """One table: per (model, size, batch), each system's time and its speedup."""
+    lines = [
+        "| model | size | batch | system | policy | total ms | vs acrobat | launches (LB) | "
+        "host share | GFLOP/s |",
+        "|" + "---|" * 10,
+    ]
+    groups = defaultdict(list)
+    for r in rows:
+        if r.get("system") != "sgemm":
+            groups[(r.get("model"), r.get("size"), r.get("batch"))].append(r)
+    for key, rs in groups.items():
+        base = next(
+            (
+                r
+                for r in rs
+                if r.get("system") == "acrobat"
+                and r.get("policy") == "acrobat"
+                and not r.get("disabled")
+            ),
+            None,
+        )
+        for r in rs:
+            t = r.get("total_ms")
+            ratio = (t / base["total_ms"]) if base and t else None
+            lb = f"{r['launches']} ({r['lower_bound']})" if "launches" in r else ""
+            host = f"{100 * r['host_share']:.0f}%" if "host_share" in r else ""
+            name = r["system"] + (f" -{r['disabled']}" if r.get("disabled") else "")
+            lines.append(
+                f"| {key[0]} | {key[1]} | {key[2]} | {name} | {r.get('policy', '')} | "
+                f"{_fmt(t) if t else r.get('status', '')} | {_fmt(ratio) + 'x' if ratio else ''} | "
+                f"{lb} | {host} | {_fmt(r.get('gflops', ''))} |"
+            )
+    for r in rows:
+        if r.get("system") == "sgemm":
+            lines.append(
+                f"\nSingle SGEMM {r['size']}: {r['gflops']:.0f} GFLOP/s (the physical limit)."
+            )
+    return "\n".join(lines) + "\n"
+
+
+def html(rows: list[dict]) -> str:
+    """Bokeh plots: time per system, host-overhead breakdown, launches vs lower bound."""
+    from bokeh.embed import file_html
+    from bokeh.layouts import column
+    from bokeh.models import ColumnDataSource
+    from bokeh.plotting import figure
+    from bokeh.resources import INLINE
+
+    acro = [r for r in rows if r.get("system") == "acrobat" and not r.get("disabled")]
+    labels = [f"{r['model']}/{r['size']}/b{r['batch']}/{r['policy']}" for r in acro]
+    src = ColumnDataSource(
+        {
+            "label": labels,
+            "total": [r["total_ms"] for r in acro],
+            "gen": [r["gen_ms"] for r in acro],
+            "sched": [r["sched_ms"] for r in acro],
+            "exe": [r["exe_ms"] for r in acro],
+            "launches": [r["launches"] for r in acro],
+            "lb": [r["lower_bound"] for r in acro],
+        }
+    )
+    h = max(300, 18 * len(labels))
+    p1 = figure(
+        y_range=labels,
+        height=h,
+        width=900,
+        title="time per batch (ms): host vs execution",
+        tools="hover,save",
+        tooltips="@label: gen @gen, sched @sched, exe @exe ms",
+    )
+    p1.hbar_stack(
+        ["gen", "sched", "exe"],
+        y="label",
+        height=0.8,
+        source=src,
+        color=["#e6550d", "#fdae6b", "#3182bd"],
+        legend_label=["gen", "sched", "exe"],
+    )
+    p2 = figure(
+        y_range=labels,
+        height=h,
+        width=900,
+        title="launches vs lower bound",
+        tools="hover,save",
+        tooltips="@label: @launches launches (lower bound @lb)",
+    )
+    p2.hbar(y="label", right="launches", height=0.8, source=src, color="#756bb1")
+    p2.scatter(x="lb", y="label", source=src, color="black", size=8, marker="diamond")
+    speed = []
+    groups = defaultdict(dict)
+    for r in rows:
+        if r.get("system") != "sgemm" and r.get("total_ms") and not r.get("disabled"):
+            name = r["system"] if r["system"] != "acrobat" else f"acrobat/{r['policy']}"
+            groups[(r["model"], r["size"], r["batch"])][name] = r["total_ms"]
+    for key, d in groups.items():
+        base = d.get("acrobat/acrobat")
+        for name, t in d.items():
+            if base and name != "acrobat/acrobat":
+                speed.append((f"{key[0]}/{key[1]}/b{key[2]} vs {name}", t / base))
+    p3 = figure(
+        y_range=[s[0] for s in speed] or ["-"],
+        height=max(300, 18 * len(speed)),
+        width=900,
+        title="speedup of acrobat (their time / acrobat's)",
+        tools="hover,save",
+        tooltips="@y: @right x",
+    )
+    if speed:
+        p3.hbar(y=[s[0] for s in speed], right=[s[1] for s in speed], height=0.8, color="#31a354")
+    return file_html(column(p3, p1, p2), INLINE, "acrobat benchmark report")
+
+
+def write_report(inputs: list[Path], out: Path) -> list[Path]:
+    rows = load_rows(inputs)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    csv_path = out.with_suffix(".csv")
+    with csv_path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+    md_path = out.with_suffix(".md")
+    md_path.write_text(markdown(rows))
+    html_path = out.with_suffix(".html")
+    html_path.write_text(html(rows))
+    return [csv_path, md_path, html_path]

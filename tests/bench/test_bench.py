@@ -1,0 +1,94 @@
+"""The benchmark harness: the quick paper grid runs and its output is complete."""
+
+import json
+
+import pytest
+
+from acrobat.bench.__main__ import main
+from acrobat.bench.grid import check
+from acrobat.models import MODEL_NAMES
+from acrobat.runtime.schedule import POLICIES
+
+
+@pytest.fixture(scope="module")
+def quick_rows(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "paper.jsonl"
+    assert main(["paper", "--quick", "--out", str(out)]) == 0
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def test_quick_paper_grid_is_complete(quick_rows):
+    assert check(quick_rows, "paper") == []
+    keys = {(r["model"], r["size"], r["batch"]) for r in quick_rows if r["system"] != "sgemm"}
+    assert keys == {(m, "tiny", b) for m in MODEL_NAMES for b in (2, 4)}
+    for m, s, b in keys:
+        rs = [r for r in quick_rows if (r.get("model"), r.get("size"), r.get("batch")) == (m, s, b)]
+        assert {r["policy"] for r in rs if r["system"] == "acrobat"} == set(POLICIES)
+        assert any(r["system"] == "eager-numpy" for r in rs)
+        for r in rs:
+            if r["system"] == "acrobat":
+                assert r["launches"] >= r["lower_bound"] > 0
+                assert r["total_ms"] > 0 and r["flops"] > 0
+    assert any(r["system"] == "sgemm" and r["gflops"] > 0 for r in quick_rows)
+    assert {r["model"] for r in quick_rows if r["system"] == "hand-batched"} == {
+        "treelstm",
+        "birnn",
+    }
+
+
+def test_check_catches_a_wrong_output(quick_rows):
+    bad = [dict(r) for r in quick_rows]
+    victim = next(r for r in bad if r["system"] == "acrobat" and r["policy"] == "eager")
+    victim["checksum"] += 1.0
+    assert any("checksum" in p for p in check(bad, "paper"))
+
+
+def test_run_prints_one_json_row(capsys):
+    assert (
+        main(
+            [
+                "run",
+                "--model",
+                "treelstm",
+                "--size",
+                "tiny",
+                "--batch",
+                "3",
+                "--runs",
+                "2",
+                "--warmup",
+                "1",
+                "--disable",
+                "hoisting",
+            ]
+        )
+        == 0
+    )
+    row = json.loads(capsys.readouterr().out)
+    assert row["disabled"] == "hoisting" and row["batch"] == 3
+    for k in (
+        "gen_ms",
+        "sched_ms",
+        "exe_ms",
+        "total_ms",
+        "launches",
+        "mean_batch",
+        "lower_bound",
+        "flops",
+        "gflops",
+        "peak_bytes",
+        "total_min_ms",
+        "total_max_ms",
+    ):
+        assert k in row
+
+
+def test_report_files(quick_rows, tmp_path):
+    src = tmp_path / "rows.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in quick_rows))
+    assert main(["report", str(src), "--out", str(tmp_path / "rep")]) == 0
+    md = (tmp_path / "rep.md").read_text()
+    assert "| treelstm | tiny | 2 | acrobat | acrobat |" in md
+    html = (tmp_path / "rep.html").read_text()
+    assert "<html" in html.lower() and "Bokeh" in html
+    assert (tmp_path / "rep.csv").read_text().startswith("model,size,batch")
