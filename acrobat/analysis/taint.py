@@ -235,6 +235,8 @@ def _argument_classes(body: Expr, env: dict[str, str], returns: dict[str, str]):
     for e in walk(body):
         if isinstance(e, FnCall):
             yield e.fn, [cls(a) for a in e.args]
+        elif isinstance(e, KernelCall):  # so the values inside kernels are classified too
+            yield e.kernel, [cls(a) for a in e.args]
         elif isinstance(e, Map):
             yield e.fn, [cls(e.xs)] + [cls(a) for a in e.extra]
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import acrobat
+from acrobat.baselines.timing import checksum, summarize, timed
 from acrobat.models import data
 
 DEFAULT_RUNS = 7
@@ -31,40 +31,6 @@ def bench_instances(spec, batch: int, seed: int) -> list:
         rng = np.random.default_rng(seed)
         return [data.random_tree(rng, spec.sizes["V"]) for _ in range(batch)]
     return spec.instances(batch, seed)
-
-
-def summarize(samples: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples)}
-
-
-def timed(fn: Callable[[], Any], runs: int, warmup: int) -> tuple[list[float], Any]:
-    """Wall-clock milliseconds of ``fn`` over ``runs`` runs after ``warmup`` runs."""
-    out = None
-    for _ in range(warmup):
-        out = fn()
-    times = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        out = fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return times, out
-
-
-def checksum(outputs) -> float:
-    """A float summarizing every tensor of the outputs (to compare runs cheaply)."""
-    total = 0.0
-    stack = list(outputs)
-    while stack:
-        v = stack.pop()
-        if isinstance(v, np.ndarray):
-            total += float(np.asarray(v, np.float64).sum())
-        elif isinstance(v, (tuple, list)):
-            stack.extend(v)
-        elif isinstance(v, acrobat.AdtValue):
-            stack.extend(v.fields)
-        elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            total += float(v)
-    return total
 
 
 def executed_flops(prog, res) -> int:

@@ -7,10 +7,13 @@ ONE kernel whose body is the runs' bodies in order (inputs: what the run reads f
 outside, outputs: what is used after it), so at run time it is one record, one schedule
 entry and one dispatch per batch (the artifact's ``CoarsenPrimitiveFuncGranularity``).
 A run ends at control flow, function calls, constructors, tensor-to-host reads and
-``phase()``; hoisted (static-depth) and dynamic calls are never mixed, and two hoisted
-calls merge only at the same static depth or when the later one reads the earlier one
-(the merged node then runs at the earlier depth: every input it reads from outside is
-ready there, since inputs are ready at or before each member's own depth). The merged
+``phase()``, and at a tuple or host value built from its results (a kernel makes only
+tensors); bindings that read nothing the run computes (host arithmetic) are placed before
+the merged call. Hoisted (static-depth) and dynamic calls are never mixed, and two hoisted
+calls merge only at the same static depth or when the later one reads the earlier one.
+The merged node is given its first member's depth, which can be too early (a later
+member may read a value from outside the run that is ready only at its own depth), so
+the pipeline runs HoistStaticDepth again after this pass to recompute it. The merged
 kernel keeps the fusion groups of its members (``coarse_groups`` in the kernel spec) so
 GPU code generation can still launch one fused kernel per group.
 
@@ -36,8 +39,8 @@ from acrobat.ir.nodes import (
 )
 from acrobat.ir.ops import REGISTRY
 from acrobat.ir.traversal import post_order_map, walk
-from acrobat.ir.types import TupleType
-from acrobat.passes.base import NameSupply, PassContext
+from acrobat.ir.types import TensorType, TupleType
+from acrobat.passes.base import NameSupply, PassContext, fresh_global
 from acrobat.passes.fuse import _canonical, uses
 
 
@@ -58,6 +61,7 @@ class CoarsenGrains:
             return module
         self.m = module
         self.new: dict[tuple, Function] = {}
+        self.taken = set(module.function_map)
         self.groups: dict[str, list[list[str]]] = ctx.facts.setdefault("coarse_groups", {})
         self.merged = 0
         fns = []
@@ -84,15 +88,16 @@ class CoarsenGrains:
             later[i] = later[i + 1] | uses(bs[i].value)
         out: list[Binding] = []
         run: list[Binding] = []  # kernel calls and the passive bindings between them
+        inside: set[str] = set()  # what the merged kernel would compute (see ``merge``)
 
         def flush(i: int) -> None:
-            nonlocal run
+            nonlocal run, inside
             calls = [b for b in run if isinstance(b.value, KernelCall)]
             if len(calls) < 2:
                 out.extend(run)
             else:
                 out.extend(self.merge(run, later[i], f, names))
-            run = []
+            run, inside = [], set()
 
         for i, b in enumerate(bs):
             v = b.value
@@ -100,9 +105,13 @@ class CoarsenGrains:
                 if run and not self.compatible(run, v):
                     flush(i)
                 run.append(b)
-            elif run and _passive(v):
-                run.append(b)
-            else:
+                inside.add(b.var.name)
+            elif run and _passive(v) and not uses(v) & inside:
+                run.append(b)  # reads nothing the run computes: placed before the merged call
+            elif run and isinstance(v, (Var, Proj)) and isinstance(b.var.ty, TensorType):
+                run.append(b)  # a projection or alias of a result: inside the merged kernel
+                inside.add(b.var.name)
+            else:  # e.g. a tuple holding a result: a kernel only makes tensors, so it ends the run
                 flush(i)
                 out.append(b)
         flush(len(bs))
@@ -118,7 +127,7 @@ class CoarsenGrains:
         return bool(uses(v) & defined)
 
     def merge(self, run: list[Binding], used_after: set[str], f: Function, names: NameSupply):
-        """One kernel for a run; passive host bindings stay outside, before the call."""
+        """One kernel for a run; bindings reading nothing of the run stay before the call."""
         inner: list[Binding] = []
         outside: list[Binding] = []
         groups: list[list[str]] = []
@@ -133,7 +142,7 @@ class CoarsenGrains:
                 inner.extend(inlined)
                 inner.append(Binding(b.var, out_expr))
                 groups.append(self.groups.get(v.kernel, [v.kernel]))
-            elif isinstance(v, OpCall):  # host arithmetic: computed on the host, before
+            elif not uses(v) & defined:  # e.g. host arithmetic: computed before the call
                 outside.append(b)
                 continue
             else:
@@ -156,7 +165,7 @@ class CoarsenGrains:
         depth = next(b.value.depth for b in run if isinstance(b.value, KernelCall))
         key = _canonical(Function("", params, result.ty, body, KERNEL))
         if key not in self.new:
-            name = f"{f.name}_node{sum(1 for k in self.new.values() if k.name.startswith(f.name + '_node'))}"
+            name = fresh_global(f"{f.name}_node", self.taken)
             self.new[key] = Function(name, params, result.ty, body, KERNEL)
             self.groups[name] = [g for gs in groups for g in gs]
         kernel = self.new[key]

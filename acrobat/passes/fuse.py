@@ -45,7 +45,7 @@ from acrobat.ir.nodes import (
 from acrobat.ir.ops import REGISTRY
 from acrobat.ir.traversal import post_order_map, walk
 from acrobat.ir.types import TupleType
-from acrobat.passes.base import NameSupply, PassContext
+from acrobat.passes.base import NameSupply, PassContext, fresh_global
 
 FUSABLE = ("elemwise", "broadcast", "injective", "reduction", "create", "opaque")
 
@@ -74,6 +74,7 @@ class FuseOps:
     def apply(self, module: Module, ctx: PassContext) -> Module:
         depth = static_depths(module, is_tensor_step) if ctx.options.hoisting else None
         self.kernels: dict[tuple, Function] = {}
+        self.taken = set(module.function_map)
         self.sites = 0
         fns = [self.function(module, f, depth, ctx) for f in module.functions]
         ctx.note(
@@ -178,7 +179,7 @@ class FuseOps:
         fnk = Function("", params, result.ty, body, KERNEL)
         key = _canonical(fnk)
         if key not in self.kernels:
-            name = f"{fn}_k{sum(1 for k in self.kernels.values() if k.name.startswith(fn + '_k'))}"
+            name = fresh_global(f"{fn}_k", self.taken)
             self.kernels[key] = dataclasses.replace(fnk, name=name)
         return self.kernels[key]
 

@@ -40,9 +40,10 @@ class HoistStaticDepth:
                     return e
                 bs = []
                 for b in e.bindings:
-                    d = static.get((f.name, b.var.name))
-                    if isinstance(b.value, KernelCall) and d is not None:
-                        hoisted.append(d)
+                    if isinstance(b.value, KernelCall):  # a stale depth is reset too
+                        d = static.get((f.name, b.var.name))
+                        if d is not None:
+                            hoisted.append(d)
                         b = Binding(b.var, dataclasses.replace(b.value, depth=d))
                     bs.append(b)
                 return dataclasses.replace(e, bindings=tuple(bs))

@@ -33,7 +33,7 @@ from acrobat.ir.nodes import (
     Var,
 )
 from acrobat.ir.traversal import post_order_map
-from acrobat.passes.base import PassContext
+from acrobat.passes.base import PassContext, fresh_global
 
 
 def weight_expr(a, ty) -> Expr:
@@ -53,9 +53,10 @@ class SpecializeWeights:
             return module
         contexts = model_parameter_taint(module).contexts
         names = {}
+        taken = set(module.function_map)
         for fn, cs in contexts.items():
             for k, c in enumerate(cs):
-                names[(fn, c)] = fn if k == 0 else f"{fn}_dup{k}"
+                names[(fn, c)] = fn if k == 0 else fresh_global(f"{fn}_dup", taken, start=1)
         out = []
         for f in module.functions:
             if f.is_kernel:

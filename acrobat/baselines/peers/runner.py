@@ -86,7 +86,7 @@ def run_dynet(
 
 def run_torch(model: str, params: dict, instances: list, runs: int, warmup: int) -> dict[str, Any]:
     from acrobat.baselines.peers import torch_peer
-    from acrobat.bench.harness import summarize, timed
+    from acrobat.baselines.timing import summarize, timed
 
     base = {"system": "torch-eager", "model": model, "policy": "-"}
     why = torch_peer.available()

@@ -1,0 +1,84 @@
+"""Shared helpers for the runtime tests: cached tiny models and programs, DFG capture."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import acrobat
+import acrobat.runtime.run as run_module
+from acrobat.runtime.dfg import DFG
+from acrobat.runtime.schedule import Schedule
+
+MODELS = acrobat.models.MODEL_NAMES + acrobat.models.VARIANTS
+POLICIES = ("acrobat", "dynet-depth", "dynet-agenda", "eager")
+# Models with tensor-dependent decisions (item/argmax): they run as fibers.
+FIBER_MODELS = ("berxit", "drnn", "stackrnn")
+# The others never read a tensor value: the null backend (all zeros) takes the same
+# paths as the numpy backend, so output shapes and launch counts must agree.
+STATIC_MODELS = tuple(m for m in MODELS if m not in FIBER_MODELS)
+RANDOM_MODELS = tuple(m.name for m in acrobat.models.catalog() if "random" in m.decisions)
+
+# Batched float32 matmuls sum in a different order than the per-instance reference
+# interpreter, so results agree to rounding, not bit for bit: hence rtol 1e-4.
+RTOL, ATOL = 1e-4, 1e-5
+
+
+@functools.cache
+def spec(name: str, decisions: str = "tensor") -> acrobat.models.ModelSpec:
+    """A model at the tiny size."""
+    return acrobat.models.load(name, "tiny", decisions=decisions)
+
+
+@functools.cache
+def program(name: str, disabled: tuple[str, ...] = (), decisions: str = "tensor"):
+    """The compiled program, cached: runs reuse one program (and its runtime), as users do."""
+    s = spec(name, decisions)
+    return acrobat.compile(s.module, s.params, acrobat.CompileOptions().without(*disabled))
+
+
+@functools.cache
+def batch(name: str, n: int, seed: int, decisions: str = "tensor") -> tuple[list, list]:
+    """``n`` seeded instances and the reference interpreter's result for each."""
+    s = spec(name, decisions)
+    xs = s.instances(n, seed)
+    return xs, [s.evaluate(x) for x in xs]
+
+
+def assert_outputs_equal(outputs: list, refs: list, what: str = "") -> None:
+    """Batched outputs equal the per-instance references (to float32 rounding)."""
+    assert len(outputs) == len(refs), what
+    for i, (got, want) in enumerate(zip(outputs, refs)):
+        assert acrobat.values_equal(got, want, rtol=RTOL, atol=ATOL), f"{what}: instance {i}"
+
+
+def shapes(value: Any) -> Any:
+    """The value with every tensor replaced by its shape (structure kept)."""
+    if isinstance(value, np.ndarray):
+        return ("tensor", value.shape)
+    if isinstance(value, acrobat.AdtValue):
+        return (value.ctor, tuple(shapes(f) for f in value.fields))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, tuple(shapes(f) for f in value))
+    return value
+
+
+@contextlib.contextmanager
+def captured_schedules() -> Iterator[list[tuple[DFG, Schedule]]]:
+    """Every (DFG, Schedule) pair the runtime forms while the block runs, in order."""
+    seen: list[tuple[DFG, Schedule]] = []
+    real = run_module.schedule
+
+    def spy(dfg, policy, *args, **kw):
+        sched = real(dfg, policy, *args, **kw)
+        seen.append((dfg, sched))
+        return sched
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(run_module, "schedule", spy)
+        yield seen

@@ -1,0 +1,110 @@
+"""Fibers and phases (issue #5, item 5; PAPER.md optimizations 7 and 8).
+
+Instances whose control flow reads tensor values run as fibers: each pass executes the
+pending DFG of every blocked instance at once, so a batch needs as many passes as its
+slowest instance, not more. Decisions drawn at random need no fibers at all. All of a
+phase runs before any of the next.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import acrobat
+from acrobat.trace import NodeRecorded, ScheduleFormed
+from tests.runtime.helpers import (
+    FIBER_MODELS,
+    POLICIES,
+    RANDOM_MODELS,
+    assert_outputs_equal,
+    batch,
+    program,
+    spec,
+)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("model", FIBER_MODELS)
+def test_tensor_decisions_run_as_fibers(model, policy):
+    assert program(model).taint.fiber_functions
+    xs, refs = batch(model, 8, 0)
+    res = acrobat.run(program(model), xs, policy=policy)
+    assert res.stats["passes"] > 1
+    assert_outputs_equal(res.outputs, refs, f"{model}/{policy}")
+
+
+@pytest.mark.parametrize("model", FIBER_MODELS)
+@settings(max_examples=5, deadline=None)
+@given(n=st.integers(1, 6), seed=st.integers(1, 6))
+@example(n=1, seed=0)
+def test_a_batch_needs_as_many_passes_as_its_slowest_instance(model, n, seed):
+    xs, refs = batch(model, n, seed)
+    prog = program(model)
+    res = acrobat.run(prog, xs)
+    assert_outputs_equal(res.outputs, refs, model)
+    alone = [acrobat.run(prog, [x], trace_level="off").stats["passes"] for x in xs]
+    assert res.stats["passes"] == max(alone)
+
+
+@pytest.mark.parametrize("model", RANDOM_MODELS)
+def test_random_decisions_need_no_fibers(model):
+    prog = program(model, decisions="random")
+    assert not prog.taint.fiber_functions
+    xs, refs = batch(model, 8, 0, decisions="random")
+    res = acrobat.run(prog, xs)
+    assert res.stats["passes"] == 1
+    assert_outputs_equal(res.outputs, refs, f"{model} (random decisions)")
+
+
+def test_stackrnn_random_mode_is_one_pass_under_every_policy():
+    assert "stackrnn" in RANDOM_MODELS
+    xs, refs = batch("stackrnn", 6, 1, decisions="random")
+    for policy in POLICIES:
+        res = acrobat.run(program("stackrnn", decisions="random"), xs, policy=policy)
+        assert res.stats["passes"] == 1
+        assert_outputs_equal(res.outputs, refs, f"stackrnn random/{policy}")
+
+
+def test_long_fiber_instance_does_not_nest_frames():
+    """Fiber calls are trampolined: a 2,000-token parse needs no deep C recursion."""
+    tokens = acrobat.from_list([i % 50 for i in range(2000)])
+    xs, refs = batch("stackrnn", 2, 0)
+    res = acrobat.run(program("stackrnn"), [tokens, *xs])
+    assert_outputs_equal(res.outputs, [spec("stackrnn").evaluate(tokens), *refs])
+
+
+# -- phases -------------------------------------------------------------------------------
+
+
+def _phase_steps(res) -> dict[int, list[tuple[int, int]]]:
+    """Per phase, the (pass, batch) of each of its nodes."""
+    starts = [0]
+    for e in res.trace.of(ScheduleFormed):
+        starts.append(starts[-1] + e.nodes)
+    steps: dict[int, list[tuple[int, int]]] = {}
+    for e in res.trace.of(NodeRecorded):
+        steps.setdefault(e.phase, []).append((bisect.bisect_right(starts, e.node) - 1, e.batch))
+    return steps
+
+
+@pytest.mark.parametrize("disabled", [(), ("inline_depth",)], ids=["inline", "traversal"])
+@pytest.mark.parametrize("model", ["birnn", "berxit"])
+def test_phase_one_runs_after_all_of_phase_zero(model, disabled):
+    assert program(model).phases == 2
+    xs, refs = batch(model, 6, 0)
+    res = acrobat.run(program(model, disabled), xs, policy="acrobat", trace_level="nodes")
+    assert_outputs_equal(res.outputs, refs, model)
+    steps = _phase_steps(res)
+    assert sorted(steps) == [0, 1]
+    assert max(steps[0]) < min(steps[1])
+
+
+def test_phases_off_records_one_phase():
+    xs, refs = batch("birnn", 6, 0)
+    res = acrobat.run(program("birnn", ("phases",)), xs, trace_level="nodes")
+    assert_outputs_equal(res.outputs, refs, "birnn without phases")
+    assert set(_phase_steps(res)) == {0}

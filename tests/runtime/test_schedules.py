@@ -1,0 +1,277 @@
+"""Laws of schedules (issue #5, item 2), on real DFGs and on generated ones.
+
+A valid schedule runs every node exactly once, after all of its producers, and each of
+its batches holds nodes of one kernel. No schedule beats ``lower_bound(dfg)``; eager
+runs one node per launch. Dependencies are recomputed here from the records (value ids),
+independently of ``DFG.edges``, so the schedulers are not checked against themselves.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import acrobat
+from acrobat.codegen.host import STRIDE
+from acrobat.runtime.dfg import DFG, KernelInfo
+from acrobat.runtime.schedule import Schedule, lower_bound, schedule
+from acrobat.trace import NodeRecorded, ScheduleFormed
+from tests.runtime.helpers import MODELS, POLICIES, batch, captured_schedules, program
+
+# -- an independent reading of a DFG -------------------------------------------------
+
+
+def nodes_and_edges(dfg: DFG) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Nodes ``(kernel, local)`` in recording order and edges ``(producer, consumer)``.
+
+    A node's outputs are value ids ``out .. out + n_outputs - 1``; value ids grow in
+    recording order, and a tensor argument whose id no node here made is an input."""
+    nodes, made_by = [], {}
+    for k, (info, rec) in enumerate(zip(dfg.kernels, dfg.records)):
+        for local, row in enumerate(rec.tolist()):
+            nodes.append((row[1], k, local))
+            for j in range(info.n_outputs):
+                made_by[row[1] + j] = (k, local)
+    nodes.sort()
+    edges = []
+    for _, k, local in nodes:
+        row = dfg.records[k][local]
+        for a, batched in enumerate(dfg.kernels[k].arg_batched):
+            if batched and int(row[3 + a]) in made_by:
+                edges.append((made_by[int(row[3 + a])], (k, local)))
+    return [(k, local) for _, k, local in nodes], edges
+
+
+def longest_path(dfg: DFG) -> int:
+    """Nodes on the longest dependency path (producers come first in recording order)."""
+    nodes, edges = nodes_and_edges(dfg)
+    preds = defaultdict(list)
+    for p, c in edges:
+        preds[c].append(p)
+    length = {}
+    for n in nodes:
+        length[n] = 1 + max((length[p] for p in preds[n]), default=0)
+    return max(length.values(), default=0)
+
+
+def check_schedule(dfg: DFG, sched: Schedule) -> None:
+    """The schedule laws; raises AssertionError naming the first one broken."""
+    nodes, edges = nodes_and_edges(dfg)
+    batch_of: dict[tuple[int, int], int] = {}
+    for b, bat in enumerate(sched.batches):
+        # one kernel per batch: the batch names one kernel and indexes its records
+        assert 0 <= bat.kernel < len(dfg.records), f"batch {b}: no kernel {bat.kernel}"
+        assert len(bat.nodes) > 0, f"batch {b} is empty"
+        for local in np.asarray(bat.nodes).tolist():
+            assert 0 <= local < len(dfg.records[bat.kernel]), f"batch {b}: bad node {local}"
+            node = (bat.kernel, local)
+            assert node not in batch_of, f"node {node} in batches {batch_of.get(node)} and {b}"
+            batch_of[node] = b
+    missing = [n for n in nodes if n not in batch_of]
+    assert not missing, f"{len(missing)} nodes never scheduled, e.g. {missing[:3]}"
+    for p, c in edges:
+        assert batch_of[p] < batch_of[c], f"{c} (batch {batch_of[c]}) before its input {p}"
+    assert len(sched.batches) >= lower_bound(dfg)
+    if sched.policy == "eager":
+        assert all(len(b.nodes) == 1 for b in sched.batches)
+
+
+# -- schedules of the models' real DFGs -------------------------------------------------
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("model", MODELS)
+def test_model_schedules_are_valid(model, policy):
+    xs, _ = batch(model, 6, 1)
+    with captured_schedules() as seen:
+        res = acrobat.run(program(model), xs, policy=policy)
+    assert seen, "no schedule formed"
+    for dfg, sched in seen:
+        check_schedule(dfg, sched)
+    assert res.stats["launches"] == sum(len(s.batches) for _, s in seen)
+    assert res.stats["nodes"] == sum(d.num_nodes for d, _ in seen)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_runtime_depth_schedule_is_valid(model):
+    """``acrobat`` with inline depth off schedules by a traversal instead."""
+    xs, _ = batch(model, 6, 1)
+    with captured_schedules() as seen:
+        acrobat.run(program(model, ("inline_depth",)), xs, policy="acrobat")
+    for dfg, sched in seen:
+        check_schedule(dfg, sched)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_lower_bound_is_longest_path_or_kernel_count(model):
+    xs, _ = batch(model, 6, 1)
+    with captured_schedules() as seen:
+        acrobat.run(program(model), xs)
+    for dfg, _ in seen:
+        kernels = sum(1 for r in dfg.records if len(r))
+        expected = max(longest_path(dfg), kernels) if dfg.num_nodes else 0
+        assert lower_bound(dfg) == expected
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("model", MODELS)
+def test_node_events_respect_dependencies(model, policy):
+    """The trace's own view: inputs in earlier batches (or passes), one kernel per batch."""
+    xs, _ = batch(model, 4, 2)
+    res = acrobat.run(program(model), xs, policy=policy, trace_level="nodes")
+    starts = [0]
+    for e in res.trace.of(ScheduleFormed):
+        starts.append(starts[-1] + e.nodes)
+    events = res.trace.of(NodeRecorded)
+    assert [e.node for e in events] == list(range(res.stats["nodes"]))
+    when = {e.node: (bisect.bisect_right(starts, e.node) - 1, e.batch) for e in events}
+    kernel_of_batch: dict[tuple[int, int], str] = {}
+    for e in events:
+        assert e.batch >= 0
+        assert kernel_of_batch.setdefault(when[e.node], e.kernel) == e.kernel
+        for i in e.inputs:
+            assert when[i] < when[e.node], f"node {e.node} runs before its input {i}"
+    if policy == "eager":
+        assert len(kernel_of_batch) == len(events)
+
+
+def test_launches_table_against_lower_bound():
+    """Launches per model and policy (tiny, batch 8) beside the lower bound; run with -s."""
+    rows = []
+    for model in MODELS:
+        xs, _ = batch(model, 8, 0)
+        cells = []
+        for policy in POLICIES:
+            stats = acrobat.run(program(model), xs, policy=policy, trace_level="off").stats
+            assert stats["launches"] >= stats["lower_bound"]
+            cells.append(stats["launches"])
+        rows.append((model, stats["lower_bound"], stats["passes"], cells))
+    head = f"{'model':<18}{'lower':>6}{'passes':>7}" + "".join(f"{p:>14}" for p in POLICIES)
+    print("\nlaunches per policy, tiny size, batch 8 (lower bound summed over passes)")
+    print(head)
+    for model, lb, passes, cells in rows:
+        print(f"{model:<18}{lb:>6}{passes:>7}" + "".join(f"{c:>14}" for c in cells))
+
+
+# -- generated DFGs ---------------------------------------------------------------------
+
+
+@st.composite
+def dfgs(draw, exact_depth: bool = False) -> DFG:
+    """A random DFG as a host program would record it.
+
+    Every key is deeper than the keys of the node's producers in the same phase (inline
+    depth is a conservative levelling); phases only grow in recording order. With
+    ``exact_depth`` the key is exactly one more than the deepest producer (no slack)."""
+    kernels = [
+        KernelInfo(
+            f"k{i}",
+            tuple(draw(st.lists(st.booleans(), max_size=3))),
+            draw(st.integers(1, 2)),
+        )
+        for i in range(draw(st.integers(1, 3)))
+    ]
+    n_inputs = draw(st.integers(1, 3))
+    key_of = dict.fromkeys(range(n_inputs), -1)  # value id -> key of its producer
+    rows: list[list] = [[] for _ in kernels]
+    nv, phase = n_inputs, 0
+    for _ in range(draw(st.integers(0, 40))):
+        if not exact_depth and draw(st.integers(0, 9)) == 0:
+            phase += 1
+        k = draw(st.integers(0, len(kernels) - 1))
+        args, deepest = [], -1
+        for batched in kernels[k].arg_batched:
+            if batched:
+                vid = draw(st.sampled_from(sorted(key_of)))
+                if key_of[vid] >= phase * STRIDE:
+                    deepest = max(deepest, key_of[vid] - phase * STRIDE)
+                args.append(vid)
+            else:
+                args.append(draw(st.integers(0, 9)))  # a host int
+        slack = 0 if exact_depth else draw(st.integers(0, 2))
+        key = phase * STRIDE + deepest + 1 + slack
+        rows[k].append([key, nv, draw(st.integers(0, 3)), *args])
+        for j in range(kernels[k].n_outputs):
+            key_of[nv + j] = key
+        nv += kernels[k].n_outputs
+    records = [
+        np.array(r, np.int64).reshape(len(r), 3 + len(info.arg_batched))
+        for r, info in zip(rows, kernels)
+    ]
+    return DFG(kernels, records)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@settings(max_examples=150, deadline=None)
+@given(dfg=dfgs())
+def test_generated_schedules_are_valid(policy, dfg):
+    check_schedule(dfg, schedule(dfg, policy))
+
+
+@settings(max_examples=150, deadline=None)
+@given(dfg=dfgs())
+def test_generated_runtime_depth_schedules_are_valid(dfg):
+    check_schedule(dfg, schedule(dfg, "acrobat", inline_depth=False))
+
+
+@settings(max_examples=150, deadline=None)
+@given(dfg=dfgs())
+def test_generated_lower_bound(dfg):
+    kernels = sum(1 for r in dfg.records if len(r))
+    expected = max(longest_path(dfg), kernels) if dfg.num_nodes else 0
+    assert lower_bound(dfg) == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(dfg=dfgs(exact_depth=True))
+def test_exact_inline_depths_batch_like_dynet_depth(dfg):
+    """When inline depths equal traversal depths, ``acrobat`` forms DyNet's depth batches."""
+    ours = schedule(dfg, "acrobat")
+    theirs = schedule(dfg, "dynet-depth")
+    assert len(ours.batches) == len(theirs.batches)
+    assert sorted(len(b.nodes) for b in ours.batches) == sorted(
+        len(b.nodes) for b in theirs.batches
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(dfg=dfgs())
+def test_one_kernel_depth_batching_meets_lower_bound(dfg):
+    """With a single kernel, batching by traversal depth is optimal."""
+    if sum(1 for r in dfg.records if len(r)) == 1:
+        assert len(schedule(dfg, "dynet-depth").batches) == lower_bound(dfg)
+
+
+def test_empty_dfg_has_empty_schedules():
+    dfg = DFG([KernelInfo("k", (True,), 1)], [np.zeros((0, 4), np.int64)])
+    assert lower_bound(dfg) == 0
+    for policy in POLICIES:
+        assert schedule(dfg, policy).batches == []
+
+
+def test_unknown_policy_is_a_name_error():
+    dfg = DFG([KernelInfo("k", (True,), 1)], [np.zeros((0, 4), np.int64)])
+    with pytest.raises(acrobat.AcrobatNameError):
+        schedule(dfg, "greedy")
+
+
+def test_checker_rejects_broken_schedules():
+    """The law checker itself: a reversed, a shortened and a doubled schedule all fail."""
+    xs, _ = batch("treelstm", 3, 0)
+    with captured_schedules() as seen:
+        acrobat.run(program("treelstm"), xs, policy="acrobat")
+    dfg, good = seen[0]
+    check_schedule(dfg, good)
+    broken = [
+        good.batches[::-1],
+        good.batches[:-1],
+        good.batches + good.batches[-1:],
+    ]
+    for batches in broken:
+        with pytest.raises(AssertionError):
+            check_schedule(dfg, Schedule(good.policy, batches, good.lower_bound))
