@@ -87,6 +87,7 @@ class HostProgram:
     kernels: tuple[str, ...]  # kernel names, index = record list number
     fibers: frozenset[str]
     entry: str
+    weight_values: tuple[str, ...] = ()  # weights the host program passes as values
 
 
 def v(name: str) -> str:
@@ -103,6 +104,7 @@ class _Gen:
         self.kid = {k: i for i, k in enumerate(kernels)}
         self.lines: list[str] = []
         self.tmp = 0
+        self.weight_values: set[str] = set()
 
     def emit(self, indent: int, text: str) -> None:
         self.lines.append("    " * indent + text)
@@ -182,7 +184,10 @@ class _Gen:
         if isinstance(e, GlobalRef):
             return fn(e.name)
         if isinstance(e, ParamRef):
-            raise NotImplementedError(f"weight ${e.name} used as a host value")
+            # a weight passed around as a value (taint specialization off, or a weight in a
+            # mixed tuple): it is uploaded once per run and handled like any tensor value
+            self.weight_values.add(e.name)
+            return f"WEIGHTS[{e.name!r}]"
         raise NotImplementedError(f"not an atom: {type(e).__name__}")
 
     def call(self, name: str, args: list[str], target: str, ind: int) -> None:
@@ -322,7 +327,7 @@ def generate_host(m: Module, fibers: frozenset[str], base: int) -> HostProgram:
     kernels = [f.name for f in m.functions if f.is_kernel]
     g = _Gen(m, fibers, kernels, base)
     rec = ", ".join(f"R{i}" for i in range(len(kernels)))
-    g.emit(0, f"def make({rec}{', ' if kernels else ''}AdtValue, to_list, from_list):")
+    g.emit(0, f"def make({rec}{', ' if kernels else ''}AdtValue, to_list, from_list, WEIGHTS):")
     g.emit(1, '"""Host program; R<k> records a node of kernel k: (key, out, inst, *args)."""')
     g.emit(1, "nv = 0")
     g.emit(1, "inst = 0")
@@ -338,4 +343,6 @@ def generate_host(m: Module, fibers: frozenset[str], base: int) -> HostProgram:
     g.emit(1, "def next_value():")
     g.emit(2, "return nv")
     g.emit(1, f"return {fn(m.entry)}, start, next_value")
-    return HostProgram("\n".join(g.lines) + "\n", tuple(kernels), fibers, m.entry)
+    return HostProgram(
+        "\n".join(g.lines) + "\n", tuple(kernels), fibers, m.entry, tuple(sorted(g.weight_values))
+    )

@@ -73,8 +73,25 @@ def workspace(shapes: list[tuple[tuple[int, ...], str]]):
     return buf
 
 
+class IndexOutOfRange(Exception):
+    """An embedding id outside its table; ``position`` is the row of the batch."""
+
+    def __init__(self, position: int, value: int, size: int):
+        super().__init__(f"id {value} is outside the table of {size} rows")
+        self.position, self.value, self.size = position, value, size
+
+
+def _ids(idx: np.ndarray, size: int) -> np.ndarray:
+    """Check embedding ids (NumPy would wrap negative ids silently)."""
+    if idx.size and (idx.min() < 0 or idx.max() >= size):
+        pos = int(np.flatnonzero((idx < 0) | (idx >= size))[0])
+        raise IndexOutOfRange(pos, int(idx[pos]), size)
+    return idx
+
+
 HELPERS = {
     "np": np,
+    "_ids": _ids,
     "_sigmoid": _sigmoid,
     "_gelu": _gelu,
     "_softmax": _softmax,
@@ -235,7 +252,8 @@ class _KernelGen:
             if e.op == "dense" and len(e.args) > 2:  # bias added in place
                 matmul = code[len("np.add(") : code.rindex(", ")]
                 self.lines[-1] = f"    {target} = {matmul}"
-                self.lines.append(f"    {target} += {self.operand(e.args[2])[0]}")
+                bias = self.batched_like(self.operand(e.args[2]), len(e.ty.shape))
+                self.lines.append(f"    {target} += {bias}")
         self.batched[var.name] = batched
         self.rank[var.name] = len(e.ty.shape) if isinstance(e.ty, TensorType) else 0
 
@@ -261,15 +279,22 @@ class _KernelGen:
             out = f", out={buf}" if buf else self.slot(e.ty) if anyb else ""
             return _BINARY[name].format(a, b, out=out), anyb
         if name == "dense":
-            x, xb, _ = ops[0]
-            wt = (
-                self.weight(e.args[1].name, transposed=True)
-                if isinstance(e.args[1], ParamRef)
-                else f"{ops[1][0]}.T"
-            )
-            code = f"np.matmul({x}, {wt}{self.slot(e.ty) if xb else ''})"
+            x, xb, xr = ops[0]
+            w, wb, _ = ops[1]
+            if wb:  # a weight that arrived as a batched value (taint specialization off)
+                if xr == 1:
+                    code = f"np.matmul({w}, {x}[..., None])[..., 0]"
+                else:
+                    code = f"np.matmul({x}, np.swapaxes({w}, -1, -2))"
+            else:
+                wt = (
+                    self.weight(e.args[1].name, transposed=True)
+                    if isinstance(e.args[1], ParamRef)
+                    else f"{w}.T"
+                )
+                code = f"np.matmul({x}, {wt}{self.slot(e.ty) if xb else ''})"
             if len(ops) > 2:
-                code = f"np.add({code}, {ops[2][0]})"
+                code = f"np.add({code}, {self.batched_like(ops[2], len(e.ty.shape))})"
             return code, xb or ops[1][1]
         if name == "matmul":
             return self.matmul(ops), anyb
@@ -279,7 +304,9 @@ class _KernelGen:
                 b = f"np.swapaxes({b}, -1, -2)"
             return f"np.matmul({a}, {b})", anyb
         if name == "embed":
-            return f"np.take({ops[0][0]}, {ops[1][0]}, axis=0{self.slot(e.ty)})", True
+            table, _, _ = ops[0]
+            ids = f"_ids({ops[1][0]}, {table}.shape[0])"
+            return f"np.take({table}, {ids}, axis=0{self.slot(e.ty)})", True
         if name == "concat":
             axis = attrs.get("axis", 0)
             rank = ops[0][2]
@@ -314,10 +341,9 @@ class _KernelGen:
             ax = attrs.get("axis", -1) % r + (1 if xb else 0)
             return f"_softmax({x}, {ax})", xb
         if name == "layer_norm":
-            return (
-                f"_layer_norm({ops[0][0]}, {ops[1][0]}, {ops[2][0]}, {attrs.get('eps', 1e-5)!r})",
-                anyb,
-            )
+            rank = len(e.ty.shape)
+            g, b = (self.batched_like(o, rank) for o in ops[1:])
+            return f"_layer_norm({ops[0][0]}, {g}, {b}, {attrs.get('eps', 1e-5)!r})", anyb
         if name in ("sum", "mean", "max"):
             x, xb, r = ops[0]
             axis = attrs.get("axis")
@@ -331,6 +357,12 @@ class _KernelGen:
             shape = tuple(e.ty.shape)
             return f"np.{name}((B,) + {shape!r}, dtype=np.float32)", True
         raise NotImplementedError(f"no batched NumPy rule for {name}")
+
+    def batched_like(self, operand: tuple[str, bool, int], out_rank: int) -> str:
+        """A batched operand of lower per-instance rank, shaped to broadcast against a
+        batched result (``[B, D]`` -> ``[B, 1, D]``); unbatched operands broadcast as is."""
+        code, batched, rank = operand
+        return self.expand(code, rank, out_rank) if batched else code
 
     @staticmethod
     def expand(code: str, rank: int, out_rank: int) -> str:

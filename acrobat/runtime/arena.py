@@ -99,10 +99,18 @@ class ArenaPool:
         used = sum(a.top * a.width * a.dtype.itemsize for a in self.arenas.values())
         if used + extra_bytes > self.limit:
             raise ArenaLimitError(
-                f"the batch needs more than {self.limit / 2**20:.0f} MiB of tensor memory",
+                f"the batch needs {_size(used + extra_bytes)} of tensor memory, more than the "
+                f"limit of {_size(self.limit)}",
                 hint="run fewer instances at once or raise memory_limit",
             )
 
     @property
     def peak_bytes(self) -> int:
         return sum(a.nbytes for a in self.arenas.values())
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"

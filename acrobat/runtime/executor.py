@@ -12,11 +12,14 @@ import time
 
 import numpy as np
 
+from acrobat.codegen.host import STRIDE
+from acrobat.codegen.numpy_kernels import IndexOutOfRange
+from acrobat.errors import InstanceError
 from acrobat.ir.types import TensorType, TupleType
 from acrobat.runtime.arena import ArenaPool
-from acrobat.runtime.dfg import DFG, OUT, KernelInfo
+from acrobat.runtime.dfg import DFG, INST, OUT, KernelInfo
 from acrobat.runtime.schedule import Schedule
-from acrobat.trace import BatchFormed, KernelLaunched, Trace
+from acrobat.trace import BatchFormed, KernelLaunched, PhaseBoundary, Trace
 
 
 class Executor:
@@ -84,8 +87,14 @@ class Executor:
     def run(self, dfg: DFG, sched: Schedule, trace: Trace | None, t0: float, run_pass: int):
         """Execute every batch of ``sched`` in order; returns bytes gathered."""
         gathered = 0
+        phase = None
         for i, batch in enumerate(sched.batches):
             k = batch.kernel
+            if trace is not None and sched.policy == "acrobat":
+                p = batch.level // STRIDE
+                if phase is not None and p != phase:
+                    trace.emit(PhaseBoundary(int(p)))
+                phase = p
             rec = dfg.records[k][batch.nodes]
             n = len(rec)
             args = []
@@ -99,7 +108,14 @@ class Executor:
                     moved += copied
                     args.append(x)
             start = time.perf_counter()
-            outs = self.fns[k](n, *args)
+            try:
+                outs = self.fns[k](n, *args)
+            except IndexOutOfRange as err:
+                raise InstanceError(
+                    f"{self.kernels[k].name}: embedding {err}",
+                    int(rec[err.position, INST]),
+                    hint="token ids must lie in [0, vocabulary size)",
+                ) from None
             base = rec[:, OUT]
             for j, arena in enumerate(self.out_arenas[k]):
                 r0 = arena.alloc(n)

@@ -18,7 +18,7 @@ import numpy as np
 
 from acrobat.backends import get_backend
 from acrobat.codegen.host import READ_ITEM, STRIDE, generate_host
-from acrobat.errors import AcrobatError, InstanceError
+from acrobat.errors import AcrobatError, AcrobatNameError, InstanceError
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
@@ -26,6 +26,8 @@ from acrobat.runtime.executor import Executor, from_handles, to_handles
 from acrobat.runtime.fibers import Fiber, run_fibers
 from acrobat.runtime.schedule import POLICIES, lower_bound, schedule
 from acrobat.trace import HostSpan, KernelCompiled, NodeRecorded, ScheduleFormed, Trace
+
+TRACE_LEVELS = ("off", "batches", "nodes")
 
 
 @dataclass
@@ -35,6 +37,20 @@ class RunResult:
     outputs: list[Any]
     trace: Trace
     stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _array_bytes(values) -> int:
+    """Bytes of every NumPy array inside (nested) instance values."""
+    total, stack = 0, list(values)
+    while stack:
+        v = stack.pop()
+        if isinstance(v, np.ndarray):
+            total += v.nbytes
+        elif isinstance(v, (tuple, list)):
+            stack.extend(v)
+        elif isinstance(v, AdtValue):
+            stack.extend(f for f in v.fields if not isinstance(f, (int, float)))
+    return total
 
 
 def _memory_limit() -> int:
@@ -73,9 +89,11 @@ class Runtime:
 
     def run(self, instances, policy: str, trace_level: str, memory_limit: int | None):
         if policy not in POLICIES:
-            from acrobat.errors import AcrobatNameError
-
             raise AcrobatNameError(f"unknown policy {policy!r}", hint=f"choose one of {POLICIES}")
+        if trace_level not in TRACE_LEVELS:
+            raise AcrobatNameError(
+                f"unknown trace level {trace_level!r}", hint=f"choose one of {TRACE_LEVELS}"
+            )
         m = self.prog.module
         trace = Trace()
         if trace_level != "off":
@@ -86,8 +104,9 @@ class Runtime:
         self.pool.limit = memory_limit if memory_limit is not None else _memory_limit()
         ex = self.executor
         lists = [[] for _ in self.kernels]
+        weights: dict[str, int] = {}  # weights the host program uses as values -> value id
         entry, start, next_value = self.make(
-            *(lst.append for lst in lists), AdtValue, to_list, from_list
+            *(lst.append for lst in lists), AdtValue, to_list, from_list, weights
         )
         done = [0] * len(lists)
         stats = {
@@ -119,7 +138,7 @@ class Runtime:
             ex.reserve(next_value())
             self.pool.check(ex.output_bytes(dfg))
             tr = trace if trace_level != "off" else None
-            stats["bytes_gathered"] += ex.run(dfg, sched, tr, t0, stats["passes"])
+            stats["bytes_gathered"] += ex.run(dfg, sched, tr, t0, len(schedules))
             t4 = time.perf_counter()
             stats["gen_ms"] += (t2 - t1) * 1e3
             stats["sched_ms"] += (t3 - t2) * 1e3
@@ -135,14 +154,20 @@ class Runtime:
         sys.setrecursionlimit(max(old_limit, 200_000))
         try:
             nv = 0
+            checked = [entry_args(m, x, i) for i, x in enumerate(instances)]
+            upload = [self.prog.params[w] for w in self.host.weight_values]
+            self.pool.check(_array_bytes(checked) + sum(a.nbytes for a in upload))
             args_list = []
-            for i, x in enumerate(instances):
-                args = entry_args(m, x, i)
+            for args in checked:
                 conv = []
                 for p, a in zip(m.main.params, args):
                     c, nv = to_handles(m, a, p.ty, ex, nv)
                     conv.append(c)
                 args_list.append(conv)
+            for name, value in zip(self.host.weight_values, upload):
+                ex.upload(nv, value)
+                weights[name] = nv
+                nv += 1
             tg = time.perf_counter()
             if self.entry_is_fiber:
                 start(0, nv)
@@ -182,6 +207,7 @@ class Runtime:
             for name, a, b in sorted(spans, key=lambda s: s[1]):
                 trace.emit(HostSpan(name, (a - t0) * 1e3, (b - t0) * 1e3))
             _trace_run(trace, schedules, self.kernels, policy, t0, trace_level)
+            trace.emit(HostSpan("total", 0.0, stats["total_ms"]))
         return RunResult(outputs, trace, stats)
 
 
@@ -192,7 +218,6 @@ def _trace_run(trace: Trace, schedules, kernels, policy, t0, level) -> None:
         if level == "nodes":
             _node_events(trace, dfg, sched, kernels, offset)
         offset += dfg.num_nodes
-    trace.emit(HostSpan("total", 0.0, (time.perf_counter() - t0) * 1e3))
 
 
 def _node_events(trace: Trace, dfg: DFG, sched, kernels, offset: int) -> None:

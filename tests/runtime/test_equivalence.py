@@ -43,10 +43,7 @@ def test_every_policy_equals_reference(model, policy, n, seed):
 
 def _off_cases():
     """(model, optimization) pairs, with the known failures marked."""
-    broken = {
-        ("birnn", "taint_specialization"),
-        ("berxit", "taint_specialization"),
-    }
+    broken: set[tuple[str, str]] = set()
     for model in MODELS:
         for opt in OPTIMIZATIONS:
             marks = ()

@@ -73,11 +73,6 @@ def test_trace_off_records_nothing():
     assert res.stats["launches"] > 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='an unknown trace_level (e.g. a typo "node") is silently taken as "batches"; '
-    "unknown policies and backends raise AcrobatNameError",
-)
 def test_unknown_trace_level_is_a_name_error():
     with pytest.raises(acrobat.AcrobatNameError):
         _run("treelstm", trace_level="node")
@@ -140,11 +135,6 @@ def test_times_lie_inside_the_run(model):
             assert e.end_ms <= total + MS
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='the "total" HostSpan ends after the trace events are built (NodeRecorded '
-    "included), stats['total_ms'] before: the timeline and the stats disagree",
-)
 def test_total_span_matches_total_ms():
     xs, _ = batch("treelstm", 16, 0)
     res = acrobat.run(program("treelstm"), xs, trace_level="nodes")
@@ -152,11 +142,6 @@ def test_total_span_matches_total_ms():
     assert span.end_ms == pytest.approx(res.stats["total_ms"], abs=0.05)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BatchFormed.run_pass is always 0: flush() hands the executor stats['passes'], "
-    "which is only counted after the run; ScheduleFormed.run_pass is right",
-)
 @pytest.mark.parametrize("model", ["berxit", "drnn"])
 def test_batches_of_each_pass_are_numbered_from_zero(model):
     res = _run(model)
