@@ -111,7 +111,7 @@ def test_explain_says_what_each_pass_did():
     assert "gru: dense on one input with W_z, W_r, W_n -> $_hcat0" in text
     stack = load("stackrnn")
     text = acrobat.explain(stack.module, stack.params)
-    assert "AddGhostOps" in text and "parse: branch costs [1, 0] padded to 1" in text  # ghosts
+    assert "AddGhostOps" in text and "parse: branch costs [2, 1] padded by [0, 1]" in text  # ghosts
     assert "fibers (tensor-dependent control flow): main, parse" in text
 
 

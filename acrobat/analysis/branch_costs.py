@@ -72,6 +72,39 @@ class BranchCosts:
         arms = [e.then, e.orelse] if isinstance(e, If) else [c.body for c in e.clauses]
         return [self.prefix(a) for a in arms]
 
+    def tails(self, e: If | Match) -> list[bool]:
+        """Whether each arm ends in a tail call into recursion (on every path)."""
+        arms = [e.then, e.orelse] if isinstance(e, If) else [c.body for c in e.clauses]
+        return [self.ends_in_recursion(a) for a in arms]
+
+    def ends_in_recursion(self, e: Expr) -> bool:
+        t = type(e)
+        if t is Let:
+            return self.ends_in_recursion(e.body)
+        if t is FnCall:
+            return e.fn in self.recursive
+        if t in (If, Match):
+            return all(self.tails(e))
+        return False
+
+    def padding(self, e: If | Match) -> list[int]:
+        """Ghost steps to add to each arm so comparable arms take equal steps.
+
+        Arms that finish (no tail call) are compared by their whole cost, but only when
+        no arm continues into recursion: padding a base case to match a recursive step
+        would only delay the instances that are done. Arms that continue into recursion
+        are compared by the steps before their tail call.
+        """
+        costs, tails = self.arms(e), self.tails(e)
+        group = [i for i, t in enumerate(tails) if t] if any(tails) else list(range(len(costs)))
+        known = [costs[i] for i in group if costs[i] is not None]
+        if len(known) < 2 or len(set(known)) == 1:
+            return [0] * len(costs)
+        top = max(known)
+        return [
+            top - costs[i] if i in group and costs[i] is not None else 0 for i in range(len(costs))
+        ]
+
     def prefix(self, e: Expr) -> int | None:
         """Steps taken before a final tail call into recursion (all steps if none).
 

@@ -52,20 +52,17 @@ class AddGhostOps:
             def one(e: Expr, f=f, names=names, costs=costs) -> Expr:
                 if not isinstance(e, (If, Match)):
                     return e
-                arms = costs.arms(e)
-                if None in arms or len(set(arms)) == 1:
+                extra = costs.padding(e)
+                if not any(extra):
                     return e
-                top = max(arms)
-                ctx.note(self.name, f"{f.name}: branch costs {arms} padded to {top}")
+                ctx.note(self.name, f"{f.name}: branch costs {costs.arms(e)} padded by {extra}")
                 if isinstance(e, If):
-                    then = pad(e.then, top - arms[0], names) if arms[0] < top else e.then
-                    orelse = pad(e.orelse, top - arms[1], names) if arms[1] < top else e.orelse
+                    then = pad(e.then, extra[0], names) if extra[0] else e.then
+                    orelse = pad(e.orelse, extra[1], names) if extra[1] else e.orelse
                     return dataclasses.replace(e, then=then, orelse=orelse)
                 cl = tuple(
-                    Clause(
-                        c.pattern, pad(c.body, top - a, names) if a < top else c.body, span=c.span
-                    )
-                    for c, a in zip(e.clauses, arms)
+                    Clause(c.pattern, pad(c.body, k, names) if k else c.body, span=c.span)
+                    for c, k in zip(e.clauses, extra)
                 )
                 return dataclasses.replace(e, clauses=cl)
 
