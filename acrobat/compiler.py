@@ -37,7 +37,7 @@ from acrobat.passes.inline import InlineSmallFunctions
 from acrobat.passes.options import CompileOptions
 from acrobat.passes.phases import ValidatePhases
 from acrobat.passes.specialize import SpecializeWeights
-from acrobat.trace import Trace
+from acrobat.trace import TaintComputed, Trace
 
 BATCHED, HOST = "batched", "host"
 
@@ -148,6 +148,17 @@ def compile(  # noqa: A001 - the facade name of DESIGN.md §9
         for f in out.functions
         if f.is_kernel
     }
+    result_taint = taint(out)
+    for f in out.functions:
+        if not f.is_kernel:
+            trace.emit(
+                TaintComputed(
+                    f.name,
+                    dict(result_taint.classes.get(f.name, {})),
+                    f.name in result_taint.fiber_functions,
+                    tuple(v for fn, v in result_taint.tensor_dependent_branches if fn == f.name),
+                )
+            )
     depths = [
         e.depth
         for f in out.functions
@@ -162,7 +173,7 @@ def compile(  # noqa: A001 - the facade name of DESIGN.md §9
         source_module=module,
         trace=trace,
         notes=ctx.notes,
-        taint=taint(out),
+        taint=result_taint,
         max_static_depth=max(depths, default=-1),
         phases=ctx.facts.get("phases", 1),
         stats=stats,

@@ -73,6 +73,31 @@ class PassApplied(Event):
 
 
 @dataclass(frozen=True)
+class TaintComputed(Event):
+    """Taint classes of every variable of one function ("parameter", "instance",
+    "tensor-dependent"), and whether the function runs as a fiber."""
+
+    function: str
+    classes: dict = field(default_factory=dict)
+    fiber: bool = False
+    tensor_branches: tuple = ()
+
+
+@dataclass(frozen=True)
+class HostProgramGenerated(Event):
+    """The generated host program (Python source) of a compiled program."""
+
+    source: str
+
+
+@dataclass(frozen=True)
+class RunSummary(Event):
+    """The statistics of one run (times, launches, lower bound, memory, ...)."""
+
+    stats: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class HostSpan(Event):
     """A span of host time (e.g. "graph_construction", "scheduling", "gather")."""
 

@@ -25,7 +25,15 @@ from acrobat.runtime.dfg import DFG
 from acrobat.runtime.executor import Executor, from_handles, to_handles
 from acrobat.runtime.fibers import Fiber, run_fibers
 from acrobat.runtime.schedule import POLICIES, lower_bound, schedule
-from acrobat.trace import HostSpan, KernelCompiled, NodeRecorded, ScheduleFormed, Trace
+from acrobat.trace import (
+    HostProgramGenerated,
+    HostSpan,
+    KernelCompiled,
+    NodeRecorded,
+    RunSummary,
+    ScheduleFormed,
+    Trace,
+)
 
 TRACE_LEVELS = ("off", "batches", "nodes")
 
@@ -97,6 +105,7 @@ class Runtime:
         m = self.prog.module
         trace = Trace()
         if trace_level != "off":
+            trace.emit(HostProgramGenerated(self.host.source))
             for name, src in self.sources.items():
                 trace.emit(KernelCompiled(name, self.backend.name, src))
         t0 = time.perf_counter()
@@ -208,6 +217,7 @@ class Runtime:
                 trace.emit(HostSpan(name, (a - t0) * 1e3, (b - t0) * 1e3))
             _trace_run(trace, schedules, self.kernels, policy, t0, trace_level)
             trace.emit(HostSpan("total", 0.0, stats["total_ms"]))
+            trace.emit(RunSummary(dict(stats)))
         return RunResult(outputs, trace, stats)
 
 
