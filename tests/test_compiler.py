@@ -16,6 +16,7 @@ from acrobat.ir.values import values_equal
 from acrobat.models import MODEL_NAMES, VARIANTS
 from acrobat.passes.base import VerifyInstrument
 from acrobat.passes.options import OPTIMIZATIONS, CompileOptions
+from acrobat.trace import PassApplied, TaintComputed
 
 MODELS = [(n, "tensor") for n in MODEL_NAMES + VARIANTS] + [
     ("stackrnn", "random"),
@@ -56,7 +57,9 @@ def test_verifier_passes_after_every_pass(name, decisions):
     for k, v in spec.params.items():
         assert prog.params[k] is params[k] and np.array_equal(params[k], v)
     assert {p.name for p in prog.module.params} <= set(prog.params)
-    assert len(prog.trace.events) == len(default_passes())
+    assert len(prog.trace.of(PassApplied)) == len(default_passes())
+    host = {f.name for f in prog.host_functions}
+    assert {e.function for e in prog.trace.of(TaintComputed)} == host
 
 
 @pytest.mark.parametrize("option", OPTIMIZATIONS)
