@@ -37,7 +37,7 @@ from acrobat.passes.inline import InlineSmallFunctions
 from acrobat.passes.options import CompileOptions
 from acrobat.passes.phases import ValidatePhases
 from acrobat.passes.specialize import SpecializeWeights
-from acrobat.trace import TaintComputed, Trace
+from acrobat.trace import PassApplied, TaintComputed, Trace
 
 BATCHED, HOST = "batched", "host"
 
@@ -225,7 +225,7 @@ def explain(
     """A readable report of what each pass did, and the kernel/DFG-node table."""
     prog = compile(module, params, options)
     lines = ["acrobat.explain", "=" * 15, ""]
-    for ev in prog.trace.events:
+    for ev in prog.trace.of(PassApplied):
         lines.append(f"{ev.name} ({ev.ms:.1f} ms)")
         for n in ev.summary.splitlines():
             lines.append(f"  - {n}")
