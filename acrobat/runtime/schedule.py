@@ -10,8 +10,9 @@
 
 A valid schedule runs each node exactly once, after all of its producers, and each
 batch holds nodes of one kernel. :func:`lower_bound` gives a number of batches no valid
-schedule can beat: the nodes on the longest dependency path (each needs its own, later,
-batch), the number of distinct kernels, whichever is larger.
+schedule can beat: for each kernel, the most nodes of that kernel on one dependency path
+(they need distinct batches), summed over kernels (a batch holds one kernel). It is at
+least the longest path and the number of kernels, the bounds one might try first.
 """
 
 from __future__ import annotations
@@ -126,13 +127,29 @@ def eager_schedule(dfg: DFG) -> list[Batch]:
     return [Batch(int(a), np.array([b]), int(c)) for a, b, c in zip(k, loc, key)]
 
 
+def kernel_chains(dfg: DFG) -> np.ndarray:
+    """For every kernel, the most nodes of that kernel on any one dependency path."""
+    k, _, _, src, dst = dfg.edges()
+    n, nk = len(k), len(dfg.records)
+    own = np.zeros((n, nk), np.int64)
+    own[np.arange(n), k] = 1
+    chain = own.copy()
+    while len(src):
+        new = chain.copy()
+        np.maximum.at(new, dst, chain[src] + own[dst])
+        if np.array_equal(new, chain):
+            break
+        chain = new
+    return chain.max(axis=0) if n else np.zeros(nk, np.int64)
+
+
 def lower_bound(dfg: DFG) -> int:
-    """max(nodes on the longest dependency path, distinct kernels) — see module doc."""
+    """Batches any valid schedule needs: the sum over kernels of the most nodes of that
+    kernel on one dependency path (two such nodes can never share a batch, and a batch
+    holds one kernel). It is at least the longest path and the number of kernels."""
     if dfg.num_nodes == 0:
         return 0
-    depth = traversal_depths(dfg)[-1]
-    kernels = sum(1 for r in dfg.records if len(r))
-    return int(max(depth.max() + 1, kernels))
+    return int(kernel_chains(dfg).sum())
 
 
 def schedule(dfg: DFG, policy: str, inline_depth: bool = True) -> Schedule:
