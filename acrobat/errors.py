@@ -87,3 +87,7 @@ class InstanceError(AcrobatError):
 
 class EvaluationError(AcrobatError):
     """A run-time failure inside the reference interpreter (e.g. item() of a non-scalar)."""
+
+
+class BackendUnavailableError(AcrobatError):
+    """The requested backend cannot run here (e.g. no CuPy, no CUDA driver, no device)."""

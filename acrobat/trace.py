@@ -151,6 +151,7 @@ class KernelLaunched(Event):
     end_ms: float
     bytes_gathered: int = 0
     device: str = "cpu"
+    device_ms: float | None = None  # time on the device (CUDA events), when measured
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,30 @@
 
 from __future__ import annotations
 
-from acrobat.errors import AcrobatNameError
+import functools
+import warnings
+
+from acrobat.errors import AcrobatNameError, BackendUnavailableError
 
 BACKENDS = ("numpy", "null", "cupy", "auto")
 
 
+class BackendFallbackWarning(UserWarning):
+    """``backend="auto"`` found no usable GPU and runs on NumPy instead."""
+
+
+@functools.cache  # one warning per process and reason, whatever the warning filters say
+def _warn_fallback(reason: str) -> None:
+    warnings.warn(
+        f"backend='auto': CUDA is not usable ({reason}); running on NumPy",
+        BackendFallbackWarning,
+        stacklevel=3,
+    )
+
+
 def get_backend(name: str):
-    """The backend object for ``name``."""
+    """The backend object for ``name``; ``"cupy"`` raises :class:`BackendUnavailableError`
+    saying why when CUDA does not work, ``"auto"`` then falls back to NumPy."""
     if name == "numpy":
         from acrobat.backends.numpy_backend import NumpyBackend
 
@@ -22,4 +39,14 @@ def get_backend(name: str):
         from acrobat.backends.null_backend import NullBackend
 
         return NullBackend()
+    if name in ("cupy", "auto"):
+        from acrobat.backends.cupy_backend import CupyBackend
+
+        try:
+            return CupyBackend()
+        except BackendUnavailableError as e:
+            if name == "cupy":
+                raise
+            _warn_fallback(e.message)
+            return get_backend("numpy")
     raise AcrobatNameError(f"unknown backend {name!r}", hint=f"choose one of {BACKENDS}")

@@ -88,6 +88,9 @@ class Executor:
         """Execute every batch of ``sched`` in order; returns bytes gathered."""
         gathered = 0
         phase = None
+        # gather fusion: kernels get (arena buffer, rows) and write into the output blocks
+        fused = getattr(self.backend, "fused_gather", False) and self.pool.zero_copy
+        take_device_ms = getattr(self.backend, "take_device_ms", None)
         for i, batch in enumerate(sched.batches):
             k = batch.kernel
             if trace is not None and sched.policy == "acrobat":
@@ -97,19 +100,28 @@ class Executor:
                 phase = p
             rec = dfg.records[k][batch.nodes]
             n = len(rec)
+            # outputs first: growing an arena moves its buffer, so inputs are taken after
+            firsts = [arena.alloc(n) for arena in self.out_arenas[k]]
             args = []
             moved = 0
             for a, arena in enumerate(self.in_arenas[k]):
                 col = rec[:, 3 + a]
-                if arena is None:
+                if fused:  # host rows / ids: the backend uploads them in one copy
+                    args.append(col if arena is None else (arena.buf, self.row_of[col]))
+                elif arena is None:
                     args.append(self.backend.to_device(col))
                 else:
                     x, copied = arena.gather(self.row_of[col])
                     moved += copied
                     args.append(x)
+            views = [arena.rows(r0, n) for arena, r0 in zip(self.out_arenas[k], firsts)]
             start = time.perf_counter()
             try:
-                outs = self.fns[k](n, *args)
+                if fused:  # the kernel writes straight into the output blocks
+                    self.fns[k](n, *args, out=views)
+                else:
+                    for view, out in zip(views, self.fns[k](n, *args)):
+                        view[...] = out
             except IndexOutOfRange as err:
                 raise InstanceError(
                     f"{self.kernels[k].name}: embedding {err}",
@@ -117,20 +129,26 @@ class Executor:
                     hint="token ids must lie in [0, vocabulary size)",
                 ) from None
             base = rec[:, OUT]
-            for j, arena in enumerate(self.out_arenas[k]):
-                r0 = arena.alloc(n)
-                arena.rows(r0, n)[...] = outs[j]
+            for j, (arena, r0) in enumerate(zip(self.out_arenas[k], firsts)):
                 self.row_of[base + j] = np.arange(r0, r0 + n)
                 self.arena_of[base + j] = self.arena_index[id(arena)]
             self.backend.synchronize()
             end = time.perf_counter()
+            device_ms = sum(take_device_ms()) if take_device_ms else None
             gathered += moved
             if trace is not None:
                 name = self.kernels[k].name
                 trace.emit(BatchFormed(i, name, n, batch.level, sched.policy, run_pass))
                 trace.emit(
                     KernelLaunched(
-                        i, name, n, (start - t0) * 1e3, (end - t0) * 1e3, moved, self.backend.name
+                        i,
+                        name,
+                        n,
+                        (start - t0) * 1e3,
+                        (end - t0) * 1e3,
+                        moved,
+                        self.backend.name,
+                        device_ms,
                     )
                 )
         return gathered

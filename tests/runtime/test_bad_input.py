@@ -203,12 +203,6 @@ def test_unknown_backend_is_a_name_error(backend):
     assert_outputs_equal(acrobat.run(program("treelstm"), xs).outputs, refs)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='DESIGN 9 lists backend "auto" (cupy when CUDA works, else numpy) and '
-    "backends.BACKENDS names it, but get_backend raises AcrobatNameError for it (and for "
-    '"cupy")',
-)
 def test_auto_backend_falls_back_to_numpy_without_a_gpu():
     try:
         import cupy

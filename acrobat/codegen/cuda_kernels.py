@@ -1,0 +1,671 @@
+"""CUDA C for a kernel: the GPU twin of :mod:`acrobat.codegen.numpy_kernels`.
+
+A kernel's body is per instance; on the GPU it runs as a short *plan* of steps, each one
+for the whole batch (PAPER.md optimizations 9-11):
+
+* ``Launch`` (elementwise): ONE generated ``extern "C" __global__`` function computes
+  every element of a set of values. Elementwise and broadcasting ops become C
+  expressions (``CUDA_EXPR[op]``); data movement (reshape/slice/split/transpose/concat,
+  and ``embed``, a gather by a host id) becomes index arithmetic (``CUDA_INDEX[op]``), so
+  a whole chain is one pass over memory. Every batched input is read THROUGH its index
+  array straight from its arena buffer (gather fusion: ``p0_x[i0_x[b] * 8 + i]``, no
+  gather copy); the outputs are written to a contiguous ``[B, ...]`` block.
+* ``Launch`` (reduction): softmax/layer_norm/sum/mean/max (``CUDA_REDUCE[op]``), one
+  thread block per output row; the input's elementwise producers are inlined into its
+  loads, so e.g. ``layer_norm(add(x, y))`` reads ``x`` and ``y`` through their indices.
+* ``Gemm``: dense/matmul/batch_matmul go to cuBLAS (``xp.matmul``) on a gathered or
+  already-contiguous operand, with the weight shared (dense weights pre-transposed).
+  A dense bias becomes a broadcast ``add``, fused into whatever reads the product.
+
+The pattern: walk the bindings in order. A fusible op emits nothing, it only describes a
+value. A ``Gemm`` needs its operands in memory, so the fusible ones are materialized by
+one elementwise launch just before it; the kernel's outputs by a last launch. Fusible
+values are recomputed from their *leaves* wherever they are read (params, weights,
+constants and the outputs of earlier steps, all live for the whole kernel). Why it is
+correct: bindings are in topological order, so every leaf a step reads was produced by
+an earlier step. Everything here is string building: no CuPy and no GPU needed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from acrobat.errors import AcrobatTypeError
+from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
+from acrobat.ir.types import ScalarType, TensorType
+
+PARAM, HOST, WEIGHT, CONST = "param", "host", "weight", "const"  # leaf kinds of a Node
+GEMM_OPS = ("dense", "matmul", "batch_matmul")
+
+# {0}, {1}: operand values (C locals or literals) at the same element
+CUDA_EXPR = {
+    "sigmoid": "acr_sigmoid({0})",
+    "tanh": "tanhf({0})",
+    "relu": "fmaxf({0}, 0.0f)",
+    "gelu": "acr_gelu({0})",
+    "exp": "expf({0})",
+    "log": "logf({0})",
+    "sqrt": "sqrtf({0})",
+    "neg": "(-{0})",
+    "add": "({0} + {1})",
+    "sub": "({0} - {1})",
+    "mul": "({0} * {1})",
+    "div": "({0} / {1})",
+    "maximum": "fmaxf({0}, {1})",
+    "minimum": "fminf({0}, {1})",
+}
+
+# The per-row body of each reduction. X(k): element k of the row being reduced;
+# Y(k): where output element k goes; R: the row length; acr_sh: shared scratch.
+_LOOP = "for (long long k = threadIdx.x; k < R; k += blockDim.x)"
+CUDA_REDUCE = {
+    "softmax": f"""float m = ACR_NEG_INF;
+{_LOOP} m = fmaxf(m, X(k));
+m = acr_block_max(m, acr_sh);
+float s = 0.0f;
+{_LOOP} s += expf(X(k) - m);
+s = acr_block_sum(s, acr_sh);
+{_LOOP} Y(k) = expf(X(k) - m) / s;""",
+    "layer_norm": f"""float mu = 0.0f;
+{_LOOP} mu += X(k);
+mu = acr_block_sum(mu, acr_sh) / (float)R;
+float var = 0.0f;
+{_LOOP} {{ const float d = X(k) - mu; var += d * d; }}
+var = acr_block_sum(var, acr_sh) / (float)R;
+const float sd = sqrtf(var + EPS);
+{_LOOP} Y(k) = (X(k) - mu) / sd * GAMMA(k) + BETA(k);""",
+    "sum": f"""float s = 0.0f;
+{_LOOP} s += X(k);
+s = acr_block_sum(s, acr_sh);
+if (threadIdx.x == 0) Y(0) = s;""",
+    "mean": f"""float s = 0.0f;
+{_LOOP} s += X(k);
+s = acr_block_sum(s, acr_sh);
+if (threadIdx.x == 0) Y(0) = s / (float)R;""",
+    "max": f"""float m = ACR_NEG_INF;
+{_LOOP} m = fmaxf(m, X(k));
+m = acr_block_max(m, acr_sh);
+if (threadIdx.x == 0) Y(0) = m;""",
+}
+
+REDUCE_BLOCK = 256  # the most threads a reduction block may have (size of acr_sh)
+
+PRELUDE = f"""#ifndef ACROBAT_CUDA_PRELUDE
+#define ACROBAT_CUDA_PRELUDE
+#define ACR_NEG_INF __int_as_float((int)0xff800000u)
+__device__ __forceinline__ float acr_sigmoid(float x) {{ return 1.0f / (1.0f + expf(-x)); }}
+__device__ __forceinline__ float acr_gelu(float x) {{
+  return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}}
+// Block reductions for a power-of-two blockDim.x <= {REDUCE_BLOCK} (any, down to 1).
+__device__ __forceinline__ float acr_block_sum(float v, float* sh) {{
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x >> 1; s > 0; s >>= 1) {{
+    if (threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+    __syncthreads();
+  }}
+  const float r = sh[0];
+  __syncthreads();
+  return r;
+}}
+__device__ __forceinline__ float acr_block_max(float v, float* sh) {{
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (unsigned s = blockDim.x >> 1; s > 0; s >>= 1) {{
+    if (threadIdx.x < s) sh[threadIdx.x] = fmaxf(sh[threadIdx.x], sh[threadIdx.x + s]);
+    __syncthreads();
+  }}
+  const float r = sh[0];
+  __syncthreads();
+  return r;
+}}
+#endif
+"""
+
+
+# ----------------------------------------------------------------------------- index maths
+
+
+def _atom(e: str) -> str:
+    """``e`` parenthesized unless it is a name, a number or already one group."""
+    if re.fullmatch(r"[A-Za-z0-9_]+", e):
+        return e
+    depth = 0
+    for n, ch in enumerate(e):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and n < len(e) - 1:
+            return f"({e})"
+    return e if e.startswith("(") else f"({e})"
+
+
+def unravel(idx: str, shape: tuple[int, ...]) -> list[str]:
+    """C expressions of the coordinates of flat index ``idx`` in ``shape``."""
+    idx = _atom(idx)
+    coords, stride = [], math.prod(shape)
+    for axis, dim in enumerate(shape):
+        stride //= dim
+        c = idx if stride == 1 else f"({idx} / {stride})"
+        coords.append("0" if dim == 1 else c if axis == 0 else f"({c} % {dim})")
+    return coords
+
+
+def ravel(coords: list[str], shape: tuple[int, ...]) -> str:
+    """The flat index of ``coords`` in ``shape`` as a C expression."""
+    terms, stride = [], 1
+    for c, dim in zip(reversed(coords), reversed(shape)):
+        if c != "0":
+            terms.append(c if stride == 1 else f"{c} * {stride}")
+        stride *= dim
+    return "0" if not terms else terms[0] if len(terms) == 1 else f"({' + '.join(terms)})"
+
+
+def shift(c: str, k: int) -> str:
+    return c if k == 0 else f"({c} + {k})" if k > 0 else f"({c} - {-k})"
+
+
+def _broadcast_index(idx: str, out: tuple[int, ...], arg: tuple[int, ...]) -> str:
+    """Where element ``idx`` of a broadcast result reads operand shape ``arg``."""
+    if arg == out:
+        return idx
+    if math.prod(arg) == 1:
+        return "0"
+    coords = unravel(idx, out)[len(out) - len(arg) :]
+    return ravel([c if d != 1 else "0" for c, d in zip(coords, arg)], arg)
+
+
+def _slice_index(idx, out, arg, attrs):
+    coords = unravel(idx, out)
+    ax = attrs.get("axis", 0) % len(arg)
+    coords[ax] = shift(coords[ax], attrs["start"])
+    return ravel(coords, arg)
+
+
+def _transpose_index(idx, out, arg, attrs):
+    axes = attrs.get("axes") or tuple(reversed(range(len(arg))))
+    coords = unravel(idx, out)
+    src = ["0"] * len(arg)
+    for i, a in enumerate(axes):
+        src[a] = coords[i]
+    return ravel(src, arg)
+
+
+# op -> (flat index of the result, result shape, operand shape, attrs) -> operand index
+CUDA_INDEX: dict[str, Callable[..., str]] = {
+    "reshape": lambda idx, out, arg, attrs: idx,
+    "slice": _slice_index,
+    "transpose": _transpose_index,
+}
+
+
+# ----------------------------------------------------------------------------- the value graph
+
+
+@dataclass(frozen=True)
+class Node:
+    """A value of the kernel body once aliases, tuples and projections are resolved."""
+
+    op: str  # an op name, or a leaf kind: PARAM, HOST, WEIGHT, CONST
+    args: tuple[str, ...] = ()
+    attrs: dict[str, Any] = field(default_factory=dict)
+    shape: tuple[int, ...] = ()
+    batched: bool = False
+    value: float = 0.0
+
+
+class _Graph:
+    """Nodes keyed ``%var``, ``$weight`` or ``!synthetic``; ``order`` lists op nodes."""
+
+    def __init__(self, f: Function):
+        self.kernel = f.name
+        self.nodes: dict[str, Node] = {}
+        self.order: list[str] = []
+        self.alias: dict[str, str] = {}
+        self.tuples: dict[str, list[str]] = {}
+        self.params: list[tuple[str, str, tuple[int, ...]]] = []
+        self.id_limits: dict[str, int] = {}  # host param -> rows of the tables it indexes
+        for p in f.params:
+            host = isinstance(p.ty, ScalarType)
+            shape = () if host else self.check(p.ty).shape
+            self.nodes["%" + p.name] = Node(HOST if host else PARAM, shape=shape, batched=True)
+            self.params.append(("%" + p.name, "host" if host else "batched", shape))
+        body = f.body
+        for b in body.bindings if isinstance(body, Let) else ():
+            self.bind(b.var, b.value)
+        result = body.body if isinstance(body, Let) else body
+        self.outputs = self.refs(result)
+
+    def check(self, ty) -> TensorType:
+        if not isinstance(ty, TensorType) or ty.dtype != "float32":
+            raise AcrobatTypeError(
+                f"kernel {self.kernel}: the CUDA backend handles float32 tensors only, got {ty}",
+                hint="use backend='numpy' for this program",
+            )
+        return ty
+
+    def add(self, key: str, node: Node) -> str:
+        self.nodes[key] = node
+        if node.op not in (PARAM, HOST, WEIGHT, CONST):
+            self.order.append(key)
+        return key
+
+    def ref(self, e) -> str:
+        if isinstance(e, Var):
+            return self.alias.get(e.name, "%" + e.name)
+        if isinstance(e, ParamRef):
+            shape = self.check(e.ty).shape
+            return self.add("$" + e.name, Node(WEIGHT, shape=shape))
+        if isinstance(e, Const):
+            return self.add(f"!c{float(e.value)!r}", Node(CONST, value=float(e.value)))
+        raise NotImplementedError(f"kernel {self.kernel}: no CUDA rule for {type(e).__name__}")
+
+    def refs(self, e) -> list[str]:
+        if isinstance(e, TupleExpr):
+            return [self.ref(x) for x in e.fields]
+        if isinstance(e, Var) and e.name in self.tuples:
+            return list(self.tuples[e.name])
+        return [self.ref(e)]
+
+    def bind(self, var: Var, e) -> None:
+        if isinstance(e, TupleExpr) or (isinstance(e, Var) and e.name in self.tuples):
+            self.tuples[var.name] = self.refs(e)
+        elif isinstance(e, Var | ParamRef | Const):
+            self.alias[var.name] = self.ref(e)
+        elif isinstance(e, Proj) and isinstance(e.tup, Var) and e.tup.name in self.tuples:
+            self.alias[var.name] = self.tuples[e.tup.name][e.index]
+        elif isinstance(e, OpCall):
+            self.op(var, e)
+        else:
+            raise NotImplementedError(f"kernel {self.kernel}: no CUDA rule for {e!r}")
+
+    def op(self, var: Var, e: OpCall) -> None:
+        args = tuple(self.ref(a) for a in e.args)
+        attrs = dict(e.attrs)
+        batched = any(self.nodes[a].batched for a in args)
+        key = "%" + var.name
+        if e.op == "split":
+            x = self.nodes[args[0]]
+            ax = attrs.get("axis", 0) % len(x.shape)
+            part = x.shape[ax] // attrs["sections"]
+            shape = x.shape[:ax] + (part,) + x.shape[ax + 1 :]
+            self.tuples[var.name] = [
+                self.add(
+                    f"!{key}.{k}",
+                    Node(
+                        "slice",
+                        args,
+                        {"axis": ax, "start": k * part, "stop": (k + 1) * part},
+                        shape,
+                        batched,
+                    ),
+                )
+                for k in range(attrs["sections"])
+            ]
+            return
+        shape = self.check(e.ty).shape
+        if e.op == "dense" and self.nodes[args[1]].op != WEIGHT:
+            raise NotImplementedError(f"kernel {self.kernel}: dense needs a weight matrix")
+        if e.op == "dense" and len(args) == 3:  # the bias becomes a fusible broadcast add
+            mm = self.add("!mm" + key, Node("dense", args[:2], {}, shape, batched))
+            self.add(key, Node("add", (mm, args[2]), {}, shape, batched))
+            return
+        if e.op in ("zeros", "ones"):
+            batched = False
+        if e.op == "embed":
+            rows = self.nodes[args[0]].shape[0]
+            self.id_limits[args[1]] = min(rows, self.id_limits.get(args[1], rows))
+        self.add(key, Node(e.op, args, attrs, shape, batched))
+
+
+# ----------------------------------------------------------------------------- plan steps
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One generated CUDA function and how to call it.
+
+    The C signature is ``(long long B, float* out..., inputs...)`` where each input is
+    ``(kind, key)``: a ``param`` passes two pointers (its arena buffer and its index
+    array), ``temp``/``weight`` one float pointer, ``host`` one ``long long`` pointer."""
+
+    name: str
+    kind: str  # "elementwise" or "reduction"
+    source: str
+    outputs: tuple[tuple[str, tuple[int, ...]], ...]
+    inputs: tuple[tuple[str, str], ...]
+    work: int  # elements (elementwise) or reduction rows (reduction) per instance
+    reduce_len: int = 0
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """A cuBLAS product ``out = a @ b`` (``dense``: ``b`` is a weight, used transposed)."""
+
+    out: str
+    op: str
+    a: str
+    b: str
+    a_rank: int
+    b_rank: int
+    a_batched: bool
+    b_batched: bool
+    shape: tuple[int, ...]
+    transpose_b: bool = False
+
+    @property
+    def batched(self) -> bool:
+        return self.a_batched or self.b_batched
+
+
+@dataclass(frozen=True)
+class CudaPlan:
+    """A kernel as GPU steps: params ``(key, mode, shape)``, steps, outputs ``(key, shape)``;
+    ``id_limits``: host params used as embedding ids, with the number of table rows."""
+
+    kernel: str
+    params: tuple[tuple[str, str, tuple[int, ...]], ...]
+    steps: tuple[Launch | Gemm, ...]
+    outputs: tuple[tuple[str, tuple[int, ...]], ...]
+    id_limits: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def launches(self) -> tuple[Launch, ...]:
+        return tuple(s for s in self.steps if isinstance(s, Launch))
+
+    def describe(self) -> str:
+        """The plan as readable lines (kept beside the CUDA source)."""
+        lines = [f"// CUDA plan of kernel {self.kernel}: {len(self.steps)} step(s)"]
+        for n, s in enumerate(self.steps, 1):
+            if isinstance(s, Gemm):
+                b = f"{s.b}^T" if s.op == "dense" or s.transpose_b else s.b
+                lines.append(f"//   {n}. cuBLAS {s.op}: {s.out} = {s.a} @ {b}")
+            else:
+                ins = ", ".join(k + (" (via index)" if m == PARAM else "") for m, k in s.inputs)
+                outs = ", ".join(k for k, _ in s.outputs)
+                lines.append(f"//   {n}. launch {s.name} ({s.kind}): {outs} <- {ins or '-'}")
+        lines.append(f"//   outputs: {', '.join(k for k, _ in self.outputs)}")
+        return "\n".join(lines) + "\n"
+
+    @property
+    def source(self) -> str:
+        """The readable plan, then the source of every RawKernel of the kernel."""
+        return "\n".join([self.describe(), PRELUDE, *(s.source for s in self.launches)])
+
+
+# ----------------------------------------------------------------------------- emitting C
+
+
+def _literal(v: float) -> str:
+    if math.isnan(v):
+        return "__int_as_float(0x7fc00000)"
+    if math.isinf(v):
+        return "(-ACR_NEG_INF)" if v > 0 else "ACR_NEG_INF"
+    return f"{v!r}f" if math.copysign(1.0, v) > 0 else f"({v!r}f)"  # never "--0.5f"
+
+
+def _cname(prefix: str, n: int, key: str) -> str:
+    return f"{prefix}{n}_{re.sub(r'[^A-Za-z0-9_]', '_', key.lstrip('%$!'))[:24]}"
+
+
+class _Emitter:
+    """C statements that compute elements of fusible values, with reuse of equal loads."""
+
+    def __init__(self, g: _Graph, temps: dict[str, bool]):
+        self.g, self.temps = g, temps
+        self.inputs: dict[tuple[str, str], list[str]] = {}
+        self.lines: list[str] = []
+        self.scopes: list[dict[tuple[str, str], str]] = [{}]
+        self.n = 0
+
+    def arg(self, kind: str, key: str) -> list[str]:
+        """The C parameter name(s) of an input, declared on first use."""
+        if (kind, key) not in self.inputs:
+            n = len(self.inputs)
+            names = [_cname("p", n, key), _cname("i", n, key)] if kind == PARAM else []
+            self.inputs[(kind, key)] = names or [_cname(kind[0], n, key)]
+        return self.inputs[(kind, key)]
+
+    def local(self, code: str) -> str:
+        self.n += 1
+        self.lines.append(f"const float v{self.n} = {code};")
+        return f"v{self.n}"
+
+    def block(self, key: str, idx: str) -> tuple[list[str], str]:
+        """Statements (in a fresh scope) computing element ``idx`` of ``key``."""
+        saved, self.lines = self.lines, []
+        self.scopes.append({})
+        v = self.load(key, idx)
+        lines, self.lines = self.lines, saved
+        self.scopes.pop()
+        return lines, v
+
+    def load(self, key: str, idx: str) -> str:
+        """A C value holding element ``idx`` (of instance ``b``) of value ``key``."""
+        for scope in reversed(self.scopes):
+            if (key, idx) in scope:
+                return scope[(key, idx)]
+        node = self.g.nodes[key]
+        width = math.prod(node.shape)
+        if key in self.temps:
+            row = f"b * {width} + " if self.temps[key] else ""
+            code = f"{self.arg('temp', key)[0]}[{row}{idx}]"
+        elif node.op == PARAM:
+            p, i = self.arg(PARAM, key)
+            code = f"{p}[{i}[b] * {width} + {idx}]"
+        elif node.op == WEIGHT:
+            code = f"{self.arg(WEIGHT, key)[0]}[{idx}]"
+        elif node.op == CONST:
+            return _literal(node.value)
+        elif node.op in ("zeros", "ones"):
+            return "0.0f" if node.op == "zeros" else "1.0f"
+        elif node.op in CUDA_INDEX:
+            arg = self.g.nodes[node.args[0]].shape
+            return self.load(node.args[0], CUDA_INDEX[node.op](idx, node.shape, arg, node.attrs))
+        elif node.op == "embed":
+            table, ids = node.args
+            return self.load(table, f"{self.arg(HOST, ids)[0]}[b] * {width} + {idx}")
+        elif node.op == "concat" and len(node.args) == 1:
+            return self.load(node.args[0], idx)
+        elif node.op == "concat":
+            self.scopes[-1][(key, idx)] = v = self.concat(node, idx)
+            return v
+        elif node.op in CUDA_EXPR:
+            ops = [
+                self.load(a, _broadcast_index(idx, node.shape, self.g.nodes[a].shape))
+                for a in node.args
+            ]
+            code = CUDA_EXPR[node.op].format(*ops)
+        else:
+            raise NotImplementedError(f"kernel {self.g.kernel}: no CUDA rule for {node.op}")
+        self.scopes[-1][(key, idx)] = v = self.local(code)
+        return v
+
+    def concat(self, node: Node, idx: str) -> str:
+        """``if``/``else`` on the coordinate along the axis: only one operand is read."""
+        self.n += 1
+        out = f"v{self.n}"
+        self.lines.append(f"float {out};")
+        ax = node.attrs.get("axis", 0) % len(node.shape)
+        coords = unravel(idx, node.shape)
+        off = 0
+        for k, a in enumerate(node.args):
+            shape = self.g.nodes[a].shape
+            test = f"if ({coords[ax]} < {off + shape[ax]}) {{"
+            head = test if k == 0 else "} else {" if k == len(node.args) - 1 else "} else " + test
+            sub = list(coords)
+            sub[ax] = shift(coords[ax], -off)
+            lines, v = self.block(a, ravel(sub, shape))
+            self.lines += [head, *_indent(lines, 2), f"  {out} = {v};"]
+            off += shape[ax]
+        self.lines.append("}")
+        return out
+
+    def signature(self, name: str, outputs: list[str]) -> str:
+        params = ["const long long B"] + [f"float* __restrict__ {o}" for o in outputs]
+        for (kind, _), names in self.inputs.items():
+            if kind == PARAM:
+                params += [f"const float* __restrict__ {names[0]}"]
+                params += [f"const long long* __restrict__ {names[1]}"]
+            elif kind == HOST:
+                params.append(f"const long long* __restrict__ {names[0]}")
+            else:
+                params.append(f"const float* __restrict__ {names[0]}")
+        return f'extern "C" __global__ void {name}(\n    ' + ",\n    ".join(params) + ") {"
+
+
+def _indent(lines: list[str], n: int) -> list[str]:
+    return [" " * n + line for line in lines]
+
+
+def _elementwise(g: _Graph, name: str, keys: list[str], temps: dict[str, bool]) -> Launch:
+    """One launch writing every element of ``keys``; outputs of one width share a thread."""
+    e = _Emitter(g, temps)
+    groups: dict[int, list[int]] = {}
+    for j, key in enumerate(keys):
+        groups.setdefault(math.prod(g.nodes[key].shape), []).append(j)
+    outs = [_cname("o", j, key) for j, key in enumerate(keys)]
+    total = sum(groups)
+    body, off = [], 0
+    for n, (width, js) in enumerate(groups.items()):
+        e.scopes.append({})
+        e.lines = []
+        for j in js:
+            v = e.load(keys[j], "i")
+            e.lines.append(f"{outs[j]}[b * {width} + i] = {v};")
+        e.scopes.pop()
+        inner = [f"const long long i = {shift('j', -off)};", *e.lines]
+        if len(groups) == 1:
+            body += inner
+        else:
+            test = f"if (j < {off + width})" if n < len(groups) - 1 else ""
+            head = ("} else " if n else "") + (test + " {" if test else "{")
+            body += [head, *_indent(inner, 2)]
+        off += width
+    if len(groups) > 1:
+        body.append("}")
+    src = [
+        e.signature(name, outs),
+        f"  // computes {', '.join(keys)}",
+        "  for (long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;",
+        f"       g < B * {total}; g += (long long)gridDim.x * blockDim.x) {{",
+        f"    const long long b = g / {total};",
+        f"    const long long j = g % {total};",
+        *_indent(body, 4),
+        "  }",
+        "}",
+    ]
+    return Launch(
+        name,
+        "elementwise",
+        PRELUDE + "\n" + "\n".join(src) + "\n",
+        tuple((k, g.nodes[k].shape) for k in keys),
+        tuple(e.inputs),
+        total,
+    )
+
+
+def _reduction(g: _Graph, name: str, key: str, temps: dict[str, bool]) -> Launch:
+    """One block per row of the reduced axis, ``CUDA_REDUCE[op]`` as the row body."""
+    node = g.nodes[key]
+    x = g.nodes[node.args[0]].shape
+    axis = node.attrs.get("axis", -1)
+    if axis is None or not x:
+        outer, length, inner = 1, math.prod(x), 1
+    else:
+        ax = axis % len(x)
+        outer, length, inner = math.prod(x[:ax]), x[ax], math.prod(x[ax + 1 :])
+    rows, width = outer * inner, math.prod(node.shape)
+    e = _Emitter(g, temps)
+    at = "base + k" if inner == 1 else f"base + k * {inner}"
+    out = _cname("o", 0, key)
+    same_shape = node.op in ("softmax", "layer_norm")
+    row = "r" if rows > 1 else "0"
+    y = f"{out}[b * {width} + {at}]" if same_shape else f"{out}[b * {width} + {row}]"
+    lambdas = [("X", node.args[0], at)]
+    if node.op == "layer_norm":
+        lambdas += [("GAMMA", node.args[1], "k"), ("BETA", node.args[2], "k")]
+    body = []
+    for lam, arg, idx in lambdas:
+        lines, v = e.block(arg, idx)
+        body += [f"auto {lam} = [&](long long k) -> float {{", *_indent(lines, 2)]
+        body += [f"  return {v};", "};"]
+    body += [f"auto Y = [&](long long{' k' if same_shape else ''}) -> float& {{ return {y}; }};"]
+    if node.op == "layer_norm":
+        body.append(f"const float EPS = {_literal(float(node.attrs.get('eps', 1e-5)))};")
+    body += CUDA_REDUCE[node.op].splitlines()
+    where = ["const long long b = row;", "const long long base = 0;"]
+    if rows > 1:
+        base = "r * R" if inner == 1 else f"(r / {inner}) * R * {inner} + r % {inner}"
+        where = [f"const long long b = row / {rows};", f"const long long r = row % {rows};"]
+        where.append(f"const long long base = {base};")
+    src = [
+        e.signature(name, [out]),
+        f"  // {key} = {node.op}({', '.join(node.args)})",
+        f"  __shared__ float acr_sh[{REDUCE_BLOCK}];",
+        f"  const long long R = {length};",
+        f"  for (long long row = blockIdx.x; row < B * {rows}; row += gridDim.x) {{",
+        *_indent(where, 4),
+        *_indent(body, 4),
+        "  }",
+        "}",
+    ]
+    return Launch(
+        name,
+        "reduction",
+        PRELUDE + "\n" + "\n".join(src) + "\n",
+        ((key, node.shape),),
+        tuple(e.inputs),
+        rows,
+        length,
+    )
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+def _kernel_prefix(name: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    if safe != name:  # keep distinct kernels distinct after cleaning
+        safe += "_" + hashlib.sha1(name.encode()).hexdigest()[:8]
+    return "acr_" + safe
+
+
+def plan_kernel(f: Function) -> CudaPlan:
+    """The GPU plan of one kernel function (pure code generation, no GPU needed)."""
+    g = _Graph(f)
+    prefix = _kernel_prefix(f.name)
+    temps: dict[str, bool] = {}  # values held in memory by an earlier step -> batched?
+    steps: list[Launch | Gemm] = []
+
+    def materialize(keys: list[str]) -> None:
+        steps.append(_elementwise(g, f"{prefix}_{len(steps)}", keys, dict(temps)))
+        temps.update(dict.fromkeys(keys, True))
+
+    def in_memory(key: str) -> bool:
+        return key in temps or g.nodes[key].op in (PARAM, WEIGHT)
+
+    for key in g.order:
+        node = g.nodes[key]
+        if node.op in GEMM_OPS:
+            need = [a for a in dict.fromkeys(node.args) if not in_memory(a)]
+            if need:
+                materialize(need)
+            a, b = node.args
+            ab, bb = (temps.get(k, g.nodes[k].batched) for k in (a, b))
+            ranks = (len(g.nodes[a].shape), len(g.nodes[b].shape))
+            tb = bool(node.attrs.get("transpose_b"))
+            steps.append(Gemm(key, node.op, a, b, *ranks, ab, bb, node.shape, tb))
+            temps[key] = ab or bb
+        elif node.op in CUDA_REDUCE:
+            steps.append(_reduction(g, f"{prefix}_{len(steps)}", key, dict(temps)))
+            temps[key] = True
+    last = [k for k in dict.fromkeys(g.outputs) if not temps.get(k)]
+    if last:
+        materialize(last)
+    outputs = tuple((k, g.nodes[k].shape) for k in g.outputs)
+    return CudaPlan(f.name, tuple(g.params), tuple(steps), outputs, tuple(g.id_limits.items()))
