@@ -101,14 +101,21 @@ def check_value(m: Module, value: Any, ty: Type, index: int | None = None, what:
         _explain_mismatch(m, value, ty, index, what or "the input")
 
 
-def _fields_table(m: Module, t: AdtType, cache: dict) -> dict[str, tuple[Type, ...]]:
-    table = cache.get(t)
-    if table is None:
+def _fields_table(m: Module, t: AdtType, cache: dict) -> dict[str, tuple]:
+    """Per constructor: (number of fields, [(index, type)] of the non-int fields,
+    indices of the int fields). Keyed by identity: the types inside come from here."""
+    entry = cache.get(id(t))
+    if entry is None:
         adt = m.adt_map[t.name]
         mapping = dict(zip(adt.type_params, t.args))
-        table = {c.name: tuple(substitute(f, mapping) for f in c.fields) for c in adt.ctors}
-        cache[t] = table
-    return table
+        table = {}
+        for c in adt.ctors:
+            # a recursive field gets ``t`` itself, so the identity cache hits on every node
+            fts = [t if (f := substitute(f0, mapping)) == t else f for f0 in c.fields]
+            ints = tuple(i for i, f in enumerate(fts) if f == _INT_T)
+            table[c.name] = (len(fts), [(i, f) for i, f in enumerate(fts) if f != _INT_T], ints)
+        entry = cache[id(t)] = (t, table)
+    return entry[1]
 
 
 def _fits(m: Module, value: Any, ty: Type) -> bool:
@@ -120,15 +127,15 @@ def _fits(m: Module, value: Any, ty: Type) -> bool:
         if tt is AdtType:
             if type(v) is not AdtValue:
                 return False
-            fts = _fields_table(m, t, cache).get(v.ctor)
-            if fts is None or len(fts) != len(v.fields):
+            plan = _fields_table(m, t, cache).get(v.ctor)
+            fields = v.fields
+            if plan is None or plan[0] != len(fields):
                 return False
-            for x, ft in zip(v.fields, fts):
-                if ft == _INT_T:
-                    if type(x) is not int:
-                        return False
-                else:
-                    stack.append((x, ft))
+            for i in plan[2]:
+                if type(fields[i]) is not int:
+                    return False
+            for i, ft in plan[1]:
+                stack.append((fields[i], ft))
         elif tt is TupleType:
             if type(v) is not tuple or len(v) != len(t.fields):
                 return False
