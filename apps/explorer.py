@@ -1,22 +1,22 @@
 """The acrobat explorer app: `make explorer` (or `panel serve apps/explorer.py`).
 
-Only composes the store and the viewers from ``acrobat.viz``; all logic lives there.
+Only composes the viewers from ``acrobat.viz`` into a template; all logic lives there.
+BootstrapTemplate loads nothing from the internet (FastListTemplate would fetch web fonts).
 """
 
 import panel as pn
 
-from acrobat.viz.app_state import ExplorerState
-from acrobat.viz.panels import IRView, ModelPicker, SourceEditor
+from acrobat.viz.explorer import Explorer
 
 
-def build_app() -> pn.template.BootstrapTemplate:
-    """One page: the model picker in the sidebar, the source editor beside its IR."""
-    state = ExplorerState()
+def build_app(explorer: Explorer | None = None) -> pn.template.BootstrapTemplate:
+    """One page: model, run settings and trace files in the sidebar; a tab per view."""
+    explorer = explorer or Explorer()
     return pn.template.BootstrapTemplate(
         title="acrobat explorer",
-        sidebar=[ModelPicker(state=state)],
-        main=[pn.Row(SourceEditor(state=state), IRView(state=state), sizing_mode="stretch_width")],
-        sidebar_width=300,
+        sidebar=explorer.sidebar,
+        main=[explorer],
+        sidebar_width=330,
     )
 
 

@@ -1,5 +1,8 @@
 """Panel viewers over an ``ExplorerState``: model picker, source editor, IR view.
 
+(The run settings, the trace files and the views of a run are in ``acrobat.viz.run_panels``,
+``acrobat.viz.compile_panels`` and ``acrobat.viz.view_panels``.)
+
 Each viewer only displays the store's parameters and writes user input back into it; the logic
 (what to load, how to compile) lives in ``acrobat.viz.app_state``. Every asset is one Panel
 bundles (Ace for the source editor; the IR is highlighted on the server), so the page renders
@@ -75,7 +78,7 @@ class SourceEditor(pn.viewable.Viewer):
     def _compile(self, _event=None) -> None:
         with self._button.param.update(loading=True):
             self.state.source = self._editor.value
-            self.state.compile()
+            self.state.compile_and_run()
 
     def _show_source(self, event: param.parameterized.Event) -> None:
         self._editor.value = event.new

@@ -6,8 +6,10 @@ import re
 import pytest
 
 from acrobat import models
+from acrobat.trace import BatchFormed, NodeRecorded, PassApplied, ScheduleFormed, Trace
 from acrobat.viz.app_state import ExplorerState
 from acrobat.viz.highlight import highlight_ir
+from acrobat.viz.runner import POLICIES, optimization_names
 
 BROKEN = "def main(x: Tensor[4]) -> Tensor[4]:\n    return x +\n"
 
@@ -51,6 +53,7 @@ def test_every_catalog_model_compiles_at_every_size(state):
             assert state.error == "", f"{info.name}/{size}: {state.error}"
             assert state.source == models.source(info.name)
             assert "def @main" in state.ir_text
+            assert state.compile_trace is not None and len(state.compile_trace.of(PassApplied))
 
 
 def test_broken_source_sets_error_with_line_and_does_not_raise(state):
@@ -118,3 +121,133 @@ def test_highlight_keeps_every_character():
     assert "<script>" not in page
     assert html.unescape(re.sub(r"<[^>]+>", "", page)) == ir + '<script>alert("x")</script>'
     assert '<span class="ir-global">@main</span>' in page
+
+
+# --- compiling with options, running two policies, comparing, sharing traces -------------------
+
+
+@pytest.fixture
+def live() -> ExplorerState:
+    """A store that reruns on every change, as the app's is: TreeLSTM tiny, 6 instances."""
+    return ExplorerState(model="treelstm", size="tiny", batch_size=6, auto_run=True)
+
+
+def _policy(trace: Trace) -> str:
+    return trace.of(ScheduleFormed)[0].policy
+
+
+def test_auto_run_runs_both_policies(live):
+    assert live.run_error == "" and live.error == ""
+    assert _policy(live.trace_a) == "acrobat" and _policy(live.trace_b) == "dynet-depth"
+    assert {"compile_ms", "run_a_ms", "run_b_ms"} <= set(live.timings)
+    assert len(live.trace_a.of(BatchFormed)) > 0
+    assert "treelstm, tiny, 6 instances, seed 0" in live.origin
+    assert [row.policy for row in live.comparison] == ["acrobat", "dynet-depth"]
+
+
+def test_without_auto_run_nothing_runs_until_asked(state):
+    assert state.trace_a is None and state.compile_trace is not None
+    state.policy_b = "eager"
+    assert state.trace_b is None
+    state.batch_size = 3
+    assert state.run() is True
+    assert _policy(state.trace_b) == "eager"
+    assert {n.instance for n in state.trace_a.of(NodeRecorded)} == {0, 1, 2}
+
+
+def test_switching_policy_b_reruns_only_b(live):
+    before_a, before_b = live.trace_a, live.trace_b
+    live.policy_b = "eager"
+    assert live.trace_a is before_a
+    assert live.trace_b is not before_b and _policy(live.trace_b) == "eager"
+    eager = live.trace_b.of(BatchFormed)
+    assert len(eager) > len(before_b.of(BatchFormed))
+
+
+def test_same_policy_on_both_sides_runs_once(live):
+    live.policy_a = "dynet-depth"
+    live.run()
+    assert live.trace_a is live.trace_b
+
+
+def test_batch_size_and_seed_rerun(live):
+    live.batch_size = 2
+    assert {n.instance for n in live.trace_a.of(NodeRecorded)} == {0, 1}
+    first = [b.size for b in live.trace_a.of(BatchFormed)]
+    live.seed = 7
+    assert [b.size for b in live.trace_a.of(BatchFormed)] != first
+
+
+def test_switching_an_optimization_off_recompiles(live):
+    assert set(live.optimizations) == set(optimization_names())
+    coarse = len(live.trace_a.of(BatchFormed))
+    live.optimizations = [n for n in live.optimizations if n != "coarsening"]
+    assert live.disabled == ("coarsening",)
+    assert len(live.trace_a.of(BatchFormed)) > coarse  # finer grains, more batches
+    assert "no coarsening" in live.origin
+
+
+def test_compare_policies_and_ablation(live):
+    assert live.compare_policies()
+    assert [r.policy for r in live.comparison] == [
+        "acrobat",
+        "dynet-depth",
+        "dynet-agenda",
+        "eager",
+    ]
+    shown = (live.trace_a, live.trace_b)
+    assert live.compare_options()
+    labels = [r.options for r in live.comparison if r.policy == "acrobat"]
+    assert labels == ["all optimizations"] + [f"no {n}" for n in optimization_names()]
+    assert (live.trace_a, live.trace_b) == shown  # the ablation runs aside
+    assert live.optimizations == list(optimization_names())
+
+
+def test_comparison_is_per_workload(live):
+    live.compare_policies()
+    live.batch_size = 3
+    assert [r.policy for r in live.comparison] == ["acrobat", "dynet-depth"]
+
+
+def test_trace_text_reopens_with_every_view(live):
+    live.policy_b = "eager"
+    text = live.trace_text()
+    other = ExplorerState(model="birnn", size="tiny")
+    assert other.load_trace_text(text, "shared.jsonl")
+    assert (other.policy_a, other.policy_b) == ("acrobat", "eager")
+    assert other.trace_a.events == live.trace_a.events
+    assert other.trace_b.events == live.trace_b.events
+    assert other.compile_trace.events == live.compile_trace.events
+    assert [r.policy for r in other.comparison] == ["acrobat", "eager"]
+    assert "shared.jsonl" in other.origin and other.run_error == ""
+
+
+def test_loading_a_bad_file_is_reported_not_raised(live):
+    shown = live.trace_a
+    assert live.load_trace_text("this is not json\n", "junk.txt") is False
+    assert "junk.txt:1" in live.run_error
+    assert live.load_trace_text("", "empty.jsonl") is False and "no trace events" in live.run_error
+    assert live.trace_a is shown
+
+
+def test_a_program_that_cannot_take_the_inputs_reports_and_stays_up(live):
+    live.source = "def main(x: Tensor[4]) -> Tensor[4]:\n    return tanh(x)\n"
+    assert live.compile_and_run() is False
+    assert live.error == "" and "tanh(%x)" in live.ir_text
+    assert "could not run on treelstm's inputs" in live.run_error
+    assert live.trace_a is None
+    live.source = models.source("treelstm")
+    assert live.compile_and_run() and live.run_error == "" and live.trace_a is not None
+
+
+def test_broken_source_clears_the_runs(live):
+    live.source = BROKEN
+    assert live.compile_and_run() is False
+    assert live.trace_a is None and live.compile_trace is None and live.error
+    live.policy_b = "eager"  # settings changes while broken do not try to run
+    assert live.trace_b is None and live.run_error == ""
+
+
+def test_every_policy_is_offered(state):
+    assert state.param.policy_a.objects == list(POLICIES)
+    assert state.param.policy_b.objects == list(POLICIES)

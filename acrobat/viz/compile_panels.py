@@ -1,0 +1,139 @@
+"""Panel viewers over the compile trace: the pass pipeline (with a diff) and the taint view.
+
+Each viewer recomputes its panes from ``state.compile_trace`` with the pure functions of
+``acrobat.viz.ir_view`` / ``acrobat.viz.taint_view``; the attributes holding the panes are
+public so tests can read what is shown.
+"""
+
+from __future__ import annotations
+
+import panel as pn
+
+from acrobat.viz.highlight import IR_CSS, highlight_ir
+from acrobat.viz.ir_view import (
+    DIFF_CSS,
+    TABLE_CSS,
+    diff_html,
+    pass_diff,
+    pass_rows,
+    pass_table_html,
+    pipeline_stages,
+)
+from acrobat.viz.lazy_view import LazyView
+from acrobat.viz.taint_view import (
+    TAINT_CSS,
+    taint_html,
+    taint_legend_html,
+    taint_table_html,
+    taint_variables_html,
+)
+
+NOT_COMPILED = "<p><i>Not compiled: fix the error in the Program tab.</i></p>"
+SCROLL = {"overflow": "auto"}
+
+
+class PassesView(LazyView):
+    """The pass pipeline: a table of passes, and a diff between any two stages."""
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.stage_a = pn.widgets.Select(name="From stage", css_classes=["stage-a"], width=190)
+        self.stage_b = pn.widgets.Select(name="To stage", css_classes=["stage-b"], width=190)
+        self.context = pn.widgets.IntInput(name="Context", value=3, start=0, width=90)
+        self.diff = pn.pane.HTML(
+            "",
+            stylesheets=[DIFF_CSS],
+            sizing_mode="stretch_width",
+            max_height=640,
+            styles=SCROLL,
+            css_classes=["pass-diff"],
+        )
+        self.table = pn.pane.HTML("", stylesheets=[TABLE_CSS], css_classes=["pass-table"])
+        self.stage_text = pn.pane.HTML(
+            "", stylesheets=[IR_CSS], sizing_mode="stretch_width", max_height=640, styles=SCROLL
+        )
+        self._stages = []
+        self.watch_state("compile_trace")
+        for widget in (self.stage_a, self.stage_b, self.context):
+            widget.param.watch(self._show_diff, "value")
+        self._refresh()
+
+    def __panel__(self):
+        controls = pn.Row(self.stage_a, self.stage_b, self.context)
+        diff = pn.Column(controls, self.diff, sizing_mode="stretch_width")
+        ir = pn.Card(
+            self.stage_text,
+            title="IR at the 'to' stage",
+            collapsed=True,
+            sizing_mode="stretch_width",
+        )
+        return pn.Row(
+            pn.Column(diff, ir, sizing_mode="stretch_width"),
+            pn.Column(pn.pane.Markdown("**Passes, in order**"), self.table, width=480),
+            sizing_mode="stretch_width",
+        )
+
+    def _refresh(self, *_events) -> None:
+        trace = self.state.compile_trace
+        self._stages = pipeline_stages(trace) if trace is not None else []
+        options = {stage.label: stage.index for stage in self._stages}
+        last = len(self._stages) - 1
+        self.stage_a.param.update(options=options, value=0 if options else None)
+        self.stage_b.param.update(options=options, value=last if options else None)
+        self.table.object = pass_table_html(pass_rows(trace)) if trace is not None else ""
+        self._show_diff()
+
+    def _show_diff(self, *_events) -> None:
+        if not self._stages or self.stage_a.value is None or self.stage_b.value is None:
+            self.diff.object, self.stage_text.object = NOT_COMPILED, ""
+            return
+        diff = pass_diff(self._stages, self.stage_a.value, self.stage_b.value, self.context.value)
+        self.diff.object = diff_html(diff)
+        self.stage_text.object = highlight_ir(self._stages[self.stage_b.value].text)
+
+    def show(self, a: int, b: int) -> None:
+        """Diff stage ``a`` against stage ``b`` (what the pickers do)."""
+        self.stage_a.value, self.stage_b.value = a, b
+
+
+class TaintView(LazyView):
+    """The compiled program with every binding coloured by taint class; legend and tables."""
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        sheets = [IR_CSS, TAINT_CSS, TABLE_CSS]
+        self.legend = pn.pane.HTML("", stylesheets=sheets, css_classes=["taint-legend"])
+        self.table = pn.pane.HTML("", stylesheets=sheets, css_classes=["taint-table"])
+        self.variables = pn.pane.HTML("", stylesheets=sheets, max_height=500, styles=SCROLL)
+        self.program = pn.pane.HTML(
+            "",
+            stylesheets=sheets,
+            sizing_mode="stretch_width",
+            max_height=720,
+            styles=SCROLL,
+            css_classes=["taint-view"],
+        )
+        self.watch_state("compile_trace")
+        self._refresh()
+
+    def __panel__(self):
+        side = pn.Column(
+            pn.pane.Markdown("**Taint classes**"),
+            self.legend,
+            pn.pane.Markdown("**Per function**"),
+            self.table,
+            pn.Card(self.variables, title="Every variable", collapsed=True),
+            width=520,
+        )
+        return pn.Row(self.program, side, sizing_mode="stretch_width")
+
+    def _refresh(self, *_events) -> None:
+        trace = self.state.compile_trace
+        if trace is None:
+            self.program.object, self.legend.object = NOT_COMPILED, ""
+            self.table.object = self.variables.object = ""
+            return
+        self.program.object = taint_html(trace)
+        self.legend.object = taint_legend_html(trace)
+        self.table.object = taint_table_html(trace)
+        self.variables.object = taint_variables_html(trace)

@@ -1,0 +1,70 @@
+"""The explorer's calls into the public facade: compile a module, run it, time both.
+
+Only ``import acrobat`` (the facade of DESIGN.md §9) is used, never runtime or pass internals;
+what comes back to the views is traces. No GUI imports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import acrobat
+from acrobat.trace import Trace
+
+POLICIES = ("acrobat", "dynet-depth", "dynet-agenda", "eager")
+BACKENDS = ("numpy", "null", "auto", "cupy")
+
+
+def optimization_names() -> tuple[str, ...]:
+    """The switchable optimizations: the boolean fields of ``acrobat.CompileOptions``."""
+    return tuple(
+        f.name for f in dataclasses.fields(acrobat.CompileOptions) if isinstance(f.default, bool)
+    )
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A compiled program, the trace of its passes, and how long compiling took."""
+
+    program: Any  # acrobat.CompiledProgram
+    trace: Trace
+    ms: float
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One run's trace (with NodeRecorded events) and its wall time."""
+
+    policy: str
+    trace: Trace
+    ms: float
+
+
+def compile_module(module, params: dict, disabled: tuple[str, ...] = ()) -> Compiled:
+    """Run the pass pipeline with the named optimizations off (raises ``AcrobatError``)."""
+    started = time.perf_counter()
+    options = acrobat.CompileOptions().without(*disabled)
+    program = acrobat.compile(module, params, options)
+    return Compiled(program, program.trace, (time.perf_counter() - started) * 1000)
+
+
+def run_program(compiled: Compiled, instances: list, policy: str, backend: str) -> Ran:
+    """Run ``instances`` under ``policy`` with node-level tracing (raises ``AcrobatError``)."""
+    started = time.perf_counter()
+    result = acrobat.run(
+        compiled.program, instances, policy=policy, backend=backend, trace_level="nodes"
+    )
+    return Ran(policy, result.trace, (time.perf_counter() - started) * 1000)
+
+
+def load_spec(model: str, size: str):
+    """The built-in model at ``size``: source, module, seeded weights, instance generator."""
+    return acrobat.models.load(model, size)
+
+
+def fresh_params(module) -> dict:
+    """Seeded weights for every ``Param`` of an edited program."""
+    return acrobat.init_params(module, seed=0)

@@ -1,0 +1,197 @@
+"""The explorer app without a browser: build it, set widgets, assert the figures' data changes."""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from pathlib import Path
+
+import panel as pn
+import param
+import pytest
+
+from acrobat import models
+from acrobat.trace import BatchFormed, KernelCompiled
+from acrobat.viz.app_state import ExplorerState
+from acrobat.viz.explorer import TAB_NAMES, Explorer
+
+ROOT = Path(__file__).resolve().parents[2]
+BROKEN = "def main(x: Tensor[4]) -> Tensor[4]:\n    return x +\n"
+
+
+@pytest.fixture
+def explorer() -> Explorer:
+    state = ExplorerState(model="treelstm", size="tiny", batch_size=6, auto_run=True)
+    return Explorer(state=state)
+
+
+def _sizes(fig) -> list[int]:
+    return list(fig.select_one({"name": "batches"}).data_source.data["size"])
+
+
+def test_app_file_composes_a_template_with_every_view():
+    spec = importlib.util.spec_from_file_location("explorer_app", ROOT / "apps" / "explorer.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    state = ExplorerState(model="treelstm", size="tiny", batch_size=2, auto_run=True)
+    explorer = Explorer(state=state)
+    template = module.build_app(explorer)
+    assert isinstance(template, pn.template.BootstrapTemplate)
+    (main,) = template.main.objects
+    assert main.css_classes == ["explorer-main"] and explorer.tabs in main.objects
+    classes = [v.css_classes for v in template.sidebar.objects]
+    assert classes[:2] == [["model-picker"], ["run-settings"]] and len(classes) == 3
+    assert list(explorer.tabs._names) == list(TAB_NAMES)
+
+
+def test_switching_policy_b_in_the_sidebar_changes_the_schedule_view(explorer):
+    explorer.open_tab("Schedule")
+    fig_a, fig_b = explorer.schedule.figure.children
+    before_a, before_b = _sizes(fig_a), _sizes(fig_b)
+    explorer.settings.policy_b.value = "eager"
+    assert explorer.state.policy_b == "eager"
+    new_a, new_b = explorer.schedule.figure.children
+    assert _sizes(new_a) == before_a
+    assert _sizes(new_b) != before_b
+    assert len(_sizes(new_b)) == len(explorer.state.trace_b.of(BatchFormed))
+    assert new_b.title.text.startswith("eager:")
+    assert "B · eager" in explorer.schedule.summary.object
+    explorer.open_tab("Timeline")
+    timeline_b = explorer.timeline.figure.children[1]
+    assert timeline_b.title.text.startswith("eager:")
+
+
+def test_hidden_views_redraw_when_their_tab_opens(explorer):
+    explorer.open_tab("Schedule")
+    before = _sizes(explorer.schedule.figure.children[1])
+    timeline = explorer.timeline.figure
+    explorer.settings.policy_b.value = "eager"
+    assert _sizes(explorer.schedule.figure.children[1]) != before  # the open tab redraws now
+    assert explorer.timeline.figure is timeline  # a hidden one waits ...
+    explorer.open_tab("Timeline")
+    assert explorer.timeline.figure.children[1].title.text.startswith("eager:")  # ... for its tab
+    assert [v.active for v in (explorer.schedule, explorer.timeline, explorer.dfg)] == [
+        False,
+        True,
+        False,
+    ]
+
+
+def test_batch_slider_and_optimization_switches(explorer):
+    explorer.open_tab("Schedule")
+    slider = explorer.settings.batch
+    slider.value = 5  # dragging: nothing reruns until the slider is released
+    assert explorer.state.batch_size == 6
+    with param.edit_constant(slider):
+        slider.value_throttled = 2  # what the browser sends on release
+    assert explorer.state.batch_size == 2
+    explorer.open_tab("DFG")
+    assert explorer.dfg.model is not None and explorer.dfg.instance_input.end == 1
+    explorer.open_tab("Schedule")
+    before = len(_sizes(explorer.schedule.figure.children[0]))
+    switches = explorer.settings.optimizations
+    switches.value = [name for name in switches.value if name != "coarsening"]
+    assert explorer.state.disabled == ("coarsening",)
+    assert len(_sizes(explorer.schedule.figure.children[0])) > before
+
+
+def test_dfg_view_controls(explorer):
+    explorer.open_tab("DFG")
+    dfg = explorer.dfg
+    by_depth = {node.color for node in dfg.model.nodes}
+    dfg.color_by = "batch"
+    assert dfg.model.color_by == "batch" and "batch 0" in dfg.legend.object
+    assert {node.color for node in dfg.model.nodes} != by_depth or len(by_depth) == 1
+    dfg.instance = 1
+    assert dfg.model.instance == 1
+    dfg.fold_above = 3
+    assert dfg.model.folded and "folded" in dfg.legend.object
+    assert "<svg" in dfg.svg.object
+    dfg.side = "B"
+    assert dfg.model.total_nodes > 0
+
+
+def test_passes_view_diffs_the_chosen_stages(explorer):
+    explorer.open_tab("Passes")
+    passes = explorer.passes
+    full = passes.diff.object
+    assert "diff-add" in full
+    passes.show(2, 2)
+    assert "print the same IR" in passes.diff.object
+    passes.show(0, len(passes.stage_a.options) - 1)
+    assert passes.diff.object == full
+    assert passes.table.object.count("<tr>") == len(passes.stage_a.options)
+
+
+def test_taint_and_kernel_views(explorer):
+    explorer.open_tab("Taint")
+    assert "taint-instance" in explorer.taint.program.object
+    explorer.open_tab("Kernels")
+    kernels = explorer.kernels
+    names = [e.kernel for e in explorer.state.trace_a.of(KernelCompiled)]
+    assert kernels.kernel.options == names
+    first = kernels.code.object
+    kernels.kernel.value = names[-1]
+    assert kernels.code.object != first and f"kernel_{names[-1]}" in kernels.code.object
+    assert "make" in kernels.host.object and "host-program" in kernels.host.css_classes
+
+
+def test_compare_buttons(explorer):
+    explorer.open_tab("Compare")
+    compare = explorer.compare
+    compare.policies_button.clicks += 1
+    assert len(explorer.state.comparison) == 4
+    grid = compare.figure
+    latency = grid.children[0][0]
+    assert len(latency.renderers[0].data_source.data["label"]) == 4
+    compare.options_button.clicks += 1
+    assert "no fusion" in compare.table.object
+
+
+def test_trace_download_and_upload(explorer):
+    files = explorer.files
+    text = files._file().getvalue()
+    assert text == explorer.state.trace_text()
+    assert files.download.filename == "acrobat-treelstm-acrobat-dynet-depth.jsonl"
+    other = Explorer(state=ExplorerState(model="birnn", size="tiny"))
+    other.files.upload.param.update(filename="shared.jsonl", value=text.encode())
+    assert other.state.trace_a.events == explorer.state.trace_a.events
+    other.open_tab("Schedule")
+    assert other.schedule.figure is not None
+    assert "shared.jsonl" in other.status.summary.object
+    other.files.upload.param.update(filename="junk.txt", value=b"\x00garbage")
+    assert "junk.txt" in other.state.run_error
+
+
+def test_broken_program_shows_the_error_and_the_app_keeps_answering(explorer):
+    explorer.open_tab("Schedule")  # the editor sits in Program, but the view should follow
+    editor = explorer.editor
+    editor._editor.value = BROKEN
+    editor._button.clicks += 1
+    assert editor._alert.visible and "line 2" in editor._alert.object
+    assert explorer.schedule.figure is None and explorer.state.trace_a is None
+    explorer.settings.policy_b.value = "eager"  # still answers, still nothing to run
+    editor._editor.value = models.source("treelstm")
+    editor._button.clicks += 1
+    assert not editor._alert.visible
+    assert explorer.schedule.figure.children[1].title.text.startswith("eager:")
+
+
+def test_treelstm_small_batch_64_compiles_runs_and_renders_in_seconds():
+    """The budget of the issue: TreeLSTM small, 64 instances, compile + run + render."""
+    started = time.perf_counter()
+    state = ExplorerState(model="treelstm", size="small", batch_size=64, auto_run=True)
+    explorer = Explorer(state=state)
+    root = pn.panel(explorer).get_root()  # the Bokeh models the browser would receive
+    built = time.perf_counter() - started
+    explorer.open_tab("Schedule")
+    started = time.perf_counter()
+    explorer.settings.policy_b.value = "dynet-agenda"
+    switched = time.perf_counter() - started
+    print(
+        f"\ntreelstm small x64: store+compile+run A/B+all views+bokeh root {built:.2f} s "
+        f"(compile {state.timings['compile_ms']:.0f} ms, run A {state.timings['run_a_ms']:.0f} ms,"
+        f" run B {state.timings['run_b_ms']:.0f} ms); switch policy B + redraw {switched:.2f} s"
+    )
+    assert root is not None
+    assert built < 20 and switched < 10  # generous: CI machines are slower than this one

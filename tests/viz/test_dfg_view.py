@@ -1,0 +1,110 @@
+"""DFG view: one instance's graph from NodeRecorded, coloured by depth or batch, folded when big."""
+
+import pytest
+
+from acrobat.trace import NodeRecorded, Trace
+from acrobat.viz.dfg_view import (
+    MIXED,
+    dfg_graph,
+    dfg_legend_html,
+    dfg_model,
+    dfg_svg,
+    instances_in,
+    layout_direction,
+)
+
+
+def test_two_leaf_treelstm_has_three_nodes_and_two_edges(two_leaves):
+    trace = two_leaves.runs["acrobat"]
+    model = dfg_model(trace, 0)
+    assert model.total_nodes == 3 and len(model.nodes) == 3
+    assert len(model.edges) == 2 and all(count == 1 for _, _, count in model.edges)
+    assert model.folded == ""
+    kernels = sorted(node.kernel for node in model.nodes)
+    assert kernels == ["cell_node0", "cell_node0", "cell_node1"]
+    root = next(n for n in model.nodes if n.kernel == "cell_node1")
+    assert {dst for _, dst, _ in model.edges} == {root.id}
+
+
+def test_colour_by_depth_and_by_batch(two_leaves):
+    trace = two_leaves.runs["acrobat"]
+    for color_by in ("depth", "batch"):
+        model = dfg_model(trace, 0, color_by=color_by)
+        leaves = [n for n in model.nodes if n.kernel == "cell_node0"]
+        root = next(n for n in model.nodes if n.kernel == "cell_node1")
+        assert leaves[0].color == leaves[1].color != root.color
+        assert [label for label, _ in model.legend] == [f"{color_by} 0", f"{color_by} 1"]
+
+
+def test_instances_and_per_instance_graphs(treelstm):
+    trace = treelstm.runs["acrobat"]
+    records = trace.of(NodeRecorded)
+    assert instances_in(trace) == [0, 1, 2, 3]
+    for instance in instances_in(trace):
+        model = dfg_model(trace, instance, fold_above=10_000)
+        mine = [r for r in records if r.instance == instance]
+        assert len(model.nodes) == len(mine)
+        assert len(model.edges) == sum(len(set(r.inputs)) for r in mine)
+
+
+def test_folding_kicks_in_above_the_threshold(treelstm):
+    trace = treelstm.runs["acrobat"]
+    total = dfg_model(trace, 0, fold_above=10_000).total_nodes
+    assert dfg_model(trace, 0, fold_above=total).folded == ""
+    folded = dfg_model(trace, 0, fold_above=total - 1)
+    assert folded.folded == "kernel+depth"
+    assert len(folded.nodes) < total
+    assert sum(node.count for node in folded.nodes) == total
+    assert all(len(node.depths) == 1 for node in folded.nodes)
+    assert "folded by kernel+depth" in dfg_legend_html(folded)
+    coarse = dfg_model(trace, 0, fold_above=1)
+    assert coarse.folded == "kernel" and len(coarse.nodes) == 2  # cell_node0, cell_node1
+    assert sum(node.count for node in coarse.nodes) == total
+    assert any(src == dst for src, dst, _ in coarse.edges)  # cell_node1 feeds cell_node1
+
+
+def test_folded_colour_by_batch_is_mixed_when_a_box_spans_batches():
+    records = [
+        NodeRecorded(0, "k", 0, 0, 0, (), 0),
+        NodeRecorded(1, "k", 0, 0, 0, (), 1),
+        NodeRecorded(2, "j", 0, 0, 1, (0, 1), 2),
+    ]
+    model = dfg_model(Trace(records), 0, color_by="batch", fold_above=2)
+    box = next(n for n in model.nodes if n.kernel == "k")
+    assert box.count == 2 and box.color == MIXED and box.batches == (0, 1)
+    assert model.edges == (("g0", "g1", 2),)
+
+
+def test_hundreds_of_nodes_render_quickly_folded(stackrnn):
+    trace = stackrnn.runs["eager"]
+    instance = max(instances_in(trace), key=lambda i: dfg_model(trace, i).total_nodes)
+    model = dfg_model(trace, instance, fold_above=20)
+    assert model.folded and len(model.nodes) <= max(20, len({n.kernel for n in model.nodes}))
+    assert dfg_svg(model).startswith("<svg")
+
+
+def test_svg_is_server_side_graphviz(two_leaves):
+    model = dfg_model(two_leaves.runs["acrobat"], 0)
+    svg = dfg_svg(model)
+    assert svg.startswith("<svg") and "<?xml" not in svg
+    assert svg.count('class="node"') == 3 and svg.count('class="edge"') == 2
+    assert "cell_node1" in svg
+    assert dfg_graph(model).source.count("->") == 2
+    assert "recorded no nodes" in dfg_svg(dfg_model(Trace(), 5))
+
+
+def test_bad_colour_choice_is_refused(two_leaves):
+    with pytest.raises(ValueError, match="color_by"):
+        dfg_model(two_leaves.runs["acrobat"], 0, color_by="kernel")
+
+
+def test_wide_shallow_graphs_are_laid_out_left_to_right(treelstm):
+    tree = dfg_model(treelstm.runs["acrobat"], 0)
+    assert layout_direction(tree) == "TB" and "rankdir=TB" in dfg_graph(tree).source
+    chains = [
+        NodeRecorded(2 * n + k, "k", 0, 0, k, (2 * n,) if k else (), 0)
+        for n in range(20)
+        for k in (0, 1)
+    ]
+    wide = dfg_model(Trace(chains), 0)
+    assert layout_direction(wide) == "LR" and "rankdir=LR" in dfg_graph(wide).source
