@@ -229,35 +229,41 @@ class Runtime:
 
 
 def _trace_run(trace: Trace, schedules, kernels, policy, t0, level) -> None:
-    offset = 0
+    made_by: dict[int, int] = {}  # value id -> node, across passes
+    offset = batches = 0
     for p, (dfg, sched) in enumerate(schedules):
         trace.emit(ScheduleFormed(policy, len(sched.batches), dfg.num_nodes, lower_bound(dfg), p))
         if level == "nodes":
-            _node_events(trace, dfg, sched, kernels, offset)
+            _node_events(trace, dfg, sched, kernels, offset, batches, made_by)
         offset += dfg.num_nodes
+        batches += len(sched.batches)
 
 
-def _node_events(trace: Trace, dfg: DFG, sched, kernels, offset: int) -> None:
-    """One NodeRecorded per node, with its producers and the batch that ran it."""
-    k, loc, key, src, dst = dfg.edges()
+def _node_events(trace, dfg: DFG, sched, kernels, offset: int, batches: int, made_by) -> None:
+    """One NodeRecorded per node (recording order), with its producers — in this pass or
+    an earlier one — and the run-wide number of the batch that ran it."""
+    k, loc, key, _, _ = dfg.edges()
     pos_batch = {}
     for b, batch in enumerate(sched.batches):
         for n in batch.nodes.tolist():
-            pos_batch[(batch.kernel, n)] = b
-    inputs: dict[int, list[int]] = {}
-    for s, d in zip(src.tolist(), dst.tolist()):
-        inputs.setdefault(d, []).append(s + offset)
+            pos_batch[(batch.kernel, n)] = batches + b
     for pos in range(len(k)):
         kk, ll = int(k[pos]), int(loc[pos])
-        inst = int(dfg.records[kk][ll, 2])
+        row = dfg.records[kk][ll].tolist()
+        info = dfg.kernels[kk]
+        inputs = tuple(
+            made_by[v] for v, batched in zip(row[3:], info.arg_batched) if batched and v in made_by
+        )
+        for j in range(info.n_outputs):
+            made_by[row[1] + j] = pos + offset
         trace.emit(
             NodeRecorded(
                 pos + offset,
                 kernels[kk].name,
-                inst,
+                row[2],
                 int(key[pos] // STRIDE),
                 int(key[pos] % STRIDE),
-                tuple(inputs.get(pos, ())),
+                tuple(dict.fromkeys(inputs)),
                 pos_batch.get((kk, ll), -1),
             )
         )
