@@ -82,6 +82,7 @@ class CompiledProgram:
     max_static_depth: int
     phases: int
     stats: dict[str, Any] = field(default_factory=dict)
+    runtimes: dict[str, Any] = field(default_factory=dict, repr=False)  # per backend, reused
 
     @property
     def host_functions(self) -> list[Function]:

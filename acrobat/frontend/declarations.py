@@ -337,7 +337,10 @@ _UNSUPPORTED = {
     ast.Raise: ("raise", "errors are not part of the modelling language"),
     ast.Delete: ("del", None),
     ast.Assert: ("assert", None),
-    ast.Attribute: ("attribute access", "call ops by their bare name, e.g. tanh(x)"),
+    ast.Attribute: (
+        "attribute access",
+        "take ADT values apart with match/case; call ops by their bare name, e.g. tanh(x)",
+    ),
     ast.ListComp: ("list comprehensions", "use map(f, xs)"),
     ast.GeneratorExp: ("generator expressions", "use map(f, xs)"),
     ast.DictComp: ("dict comprehensions", None),

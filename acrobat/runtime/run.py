@@ -283,7 +283,7 @@ def run(
     "null" (or "cupy"/"auto"); ``trace_level``: "off", "batches" or "nodes".
     """
     instances = list(instances)
-    cache = prog.stats.setdefault("_runtimes", {})
+    cache = prog.runtimes
     if backend not in cache:
         cache[backend] = Runtime(prog, backend)
     try:

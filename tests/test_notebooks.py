@@ -1,0 +1,101 @@
+"""Teaching material: every notebook executes, is stored stripped, and every tutorial runs.
+
+``notebooks/NN_*.ipynb`` are executed top to bottom with nbclient on a kernel that runs this
+interpreter (a kernelspec written to a temporary ``JUPYTER_PATH``, so a user-level ``python3``
+kernel pointing at another Python cannot take over); a cell that raises fails the test with the
+cell's source. ``tutorials/NN_*.md`` (same numbering, the text versions) have their ```python
+blocks run in order in one namespace per tutorial, in a temporary directory (they write figure
+files); a failing block fails the test naming the tutorial, the block and its line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import traceback
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.md"))
+CELL_TIMEOUT_S = 120
+KERNEL = "acrobat-tests"
+FENCE = re.compile(r"^```python\b[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def _name(path: Path) -> str:
+    return path.stem
+
+
+def test_one_tutorial_per_notebook():
+    assert len(NOTEBOOKS) >= 7, "notebooks 01..07 are missing"
+    assert [p.stem for p in NOTEBOOKS] == [p.stem for p in TUTORIALS]
+    assert [p.stem[:2] for p in NOTEBOOKS] == [f"{n:02d}" for n in range(1, len(NOTEBOOKS) + 1)]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
+def test_notebook_is_stored_stripped(path):
+    """No outputs, no execution counts, no saved widget state: diffs stay readable."""
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert "widgets" not in nb.metadata, "saved widget state: clear it before committing"
+    for n, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            assert cell.outputs == [], f"cell {n} has outputs: strip them"
+            assert cell.execution_count is None, f"cell {n} has an execution count"
+
+
+@pytest.fixture(scope="module")
+def kernel_dir(tmp_path_factory):
+    """A kernelspec that runs this very interpreter (with its ipykernel)."""
+    root = tmp_path_factory.mktemp("jupyter")
+    spec = root / "kernels" / KERNEL
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    spec.joinpath("kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "acrobat tests", "language": "python"})
+    )
+    return root
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
+def test_notebook_executes(path, tmp_path, kernel_dir, monkeypatch):
+    monkeypatch.setenv("JUPYTER_PATH", str(kernel_dir))
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        kernel_name=KERNEL,
+        timeout=CELL_TIMEOUT_S,
+        resources={"metadata": {"path": str(tmp_path)}},  # files the notebook writes go here
+    )
+    client.execute()  # raises CellExecutionError (with the cell and traceback) on failure
+
+
+def python_blocks(text: str) -> list[tuple[int, str]]:
+    """The ```python blocks of a markdown text with the line each one starts on."""
+    return [(text.count("\n", 0, m.start()) + 2, m.group(1)) for m in FENCE.finditer(text)]
+
+
+@pytest.mark.parametrize("path", TUTORIALS, ids=_name)
+def test_tutorial_code_runs(path, tmp_path, monkeypatch):
+    blocks = python_blocks(path.read_text(encoding="utf-8"))
+    assert blocks, f"{path.name} has no ```python blocks"
+    monkeypatch.chdir(tmp_path)  # figures are written to the current directory
+    namespace: dict = {"__name__": "__main__"}
+    for n, (line, code) in enumerate(blocks, 1):
+        where = f"{path.name}, code block {n} (line {line})"
+        try:
+            exec(compile(code, where, "exec"), namespace)
+        except Exception:
+            pytest.fail(f"{where} failed:\n{traceback.format_exc(limit=-3)}", pytrace=False)
+
+
+def test_python_blocks_are_found():
+    text = "intro\n```python\nx = 1\n```\ntext\n```text\nnot code\n```\n```python tags=[]\ny = x\n```\n"
+    assert python_blocks(text) == [(3, "x = 1\n"), (10, "y = x\n")]
+    assert python_blocks("```pythonic\nz = 1\n```\n") == []
