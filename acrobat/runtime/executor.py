@@ -201,19 +201,23 @@ def _map_adt(m, v, t, conv):
         return v
     adt = m.adt_map[t.name]
     mapping = dict(zip(adt.type_params, t.args))
+    # field types per constructor, once; a recursive field is ``t`` itself
+    types = {
+        c.name: [t if (ft := substitute(f, mapping)) == t else ft for f in c.fields]
+        for c in adt.ctors
+    }
 
     def fields_of(node):
-        ctor = adt.ctors[m.ctor_map[node.ctor][1]]
-        return [(f, substitute(ft, mapping)) for f, ft in zip(node.fields, ctor.fields)]
+        return list(zip(node.fields, types[node.ctor]))
 
     order, stack = [], [v]
     while stack:
         node = stack.pop()
         order.append(node)
-        stack.extend(f for f, ft in fields_of(node) if ft == t)
+        stack.extend(f for f, ft in fields_of(node) if ft is t)
     done: dict[int, AdtValue] = {}
     for node in reversed(order):
-        fields = tuple(done[id(f)] if ft == t else conv(f, ft) for f, ft in fields_of(node))
+        fields = tuple(done[id(f)] if ft is t else conv(f, ft) for f, ft in fields_of(node))
         done[id(node)] = AdtValue(node.ctor, fields)
     return done[id(v)]
 

@@ -69,21 +69,26 @@ def acrobat_schedule(dfg: DFG) -> list[Batch]:
     return _groups(np.concatenate(ks), np.concatenate(ls), np.concatenate(lv))
 
 
+def _predecessors(n: int, src: np.ndarray, dst: np.ndarray):
+    """CSR of producers per node: ``src[order][bounds[i]:bounds[i + 1]]`` feed node ``i``."""
+    order = np.argsort(dst, kind="stable")
+    return src[order].tolist(), np.searchsorted(dst[order], np.arange(n + 1)).tolist()
+
+
 def traversal_depths(dfg: DFG):
     """DyNet's depth: 1 + the max depth of a node's producers.
 
-    Relaxed with NumPy over the edge list until nothing changes (as many rounds as the
-    longest path has nodes), rather than node by node.
-    """
+    One pass in recording order (producers are always recorded first), over a CSR of
+    producers: linear in the edges."""
     k, loc, key, src, dst = dfg.edges()
-    depth = np.zeros(len(k), np.int64)
-    while len(src):
-        new = depth.copy()
-        np.maximum.at(new, dst, depth[src] + 1)
-        if np.array_equal(new, depth):
-            break
-        depth = new
-    return k, loc, key, src, dst, depth
+    n = len(k)
+    preds, bounds = _predecessors(n, src, dst)
+    depth = [0] * n
+    for i in range(n):
+        a, b = bounds[i], bounds[i + 1]
+        if a < b:
+            depth[i] = 1 + max([depth[j] for j in preds[a:b]])
+    return k, loc, key, src, dst, np.asarray(depth, np.int64)
 
 
 def dynet_depth_schedule(dfg: DFG) -> list[Batch]:
@@ -128,19 +133,24 @@ def eager_schedule(dfg: DFG) -> list[Batch]:
 
 
 def kernel_chains(dfg: DFG) -> np.ndarray:
-    """For every kernel, the most nodes of that kernel on any one dependency path."""
-    k, _, _, src, dst = dfg.edges()
+    """For every kernel, the most nodes of that kernel on any one dependency path.
+
+    Level by level (levels from :func:`traversal_depths`): every producer of a node is on
+    a lower level, so one vectorized update per level settles the level."""
+    k, _, _, src, dst, depth = traversal_depths(dfg)
     n, nk = len(k), len(dfg.records)
+    if n == 0:
+        return np.zeros(nk, np.int64)
     own = np.zeros((n, nk), np.int64)
     own[np.arange(n), k] = 1
     chain = own.copy()
-    while len(src):
-        new = chain.copy()
-        np.maximum.at(new, dst, chain[src] + own[dst])
-        if np.array_equal(new, chain):
-            break
-        chain = new
-    return chain.max(axis=0) if n else np.zeros(nk, np.int64)
+    if len(src):
+        order = np.argsort(depth[dst], kind="stable")
+        s, d = src[order], dst[order]
+        cuts = np.flatnonzero(np.diff(depth[d])) + 1
+        for lo, hi in zip(np.concatenate(([0], cuts)), np.concatenate((cuts, [len(d)]))):
+            np.maximum.at(chain, d[lo:hi], chain[s[lo:hi]] + own[d[lo:hi]])
+    return chain.max(axis=0)
 
 
 def lower_bound(dfg: DFG) -> int:
