@@ -39,17 +39,21 @@ class BranchCosts:
             self.memo[name] = self.cost(self.m.function_map[name].body)
         return self.memo[name]
 
+    def block(self, e: Let, tail) -> int | None:
+        """Steps of a block: its bindings' costs, then ``tail(body)``; None if unknown."""
+        total = 0
+        for b in e.bindings:
+            c = self.cost(b.value)
+            if c is None:
+                return None
+            total += c
+        c = tail(e.body)
+        return None if c is None else total + c
+
     def cost(self, e: Expr) -> int | None:
         t = type(e)
         if t is Let:
-            total = 0
-            for b in e.bindings:
-                c = self.cost(b.value)
-                if c is None:
-                    return None
-                total += c
-            c = self.cost(e.body)
-            return None if c is None else total + c
+            return self.block(e, self.cost)
         if t is KernelCall:
             return 1 if e.depth is None else 0
         if t is OpCall:
@@ -113,14 +117,7 @@ class BranchCosts:
         """
         t = type(e)
         if t is Let:
-            total = 0
-            for b in e.bindings:
-                c = self.cost(b.value)
-                if c is None:
-                    return None
-                total += c
-            c = self.prefix(e.body)
-            return None if c is None else total + c
+            return self.block(e, self.prefix)
         if t is FnCall and e.fn in self.recursive:
             return 0
         if t in (If, Match):
