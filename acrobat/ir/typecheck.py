@@ -56,7 +56,6 @@ from acrobat.ir.types import (
     UNIT,
     AdtType,
     FuncType,
-    ScalarType,
     TensorType,
     TupleType,
     Type,
@@ -520,4 +519,4 @@ def infer_module(m: Module) -> Module:
     return dataclasses.replace(m, functions=fns)
 
 
-__all__ = ["infer_module", "missing_case", "check_type_wellformed", "INT", "ScalarType"]
+__all__ = ["infer_module", "missing_case", "check_type_wellformed"]

@@ -20,7 +20,7 @@ import numpy as np
 
 from acrobat.errors import AcrobatNameError, InstanceError
 from acrobat.ir.nodes import Module
-from acrobat.ir.values import check_value, entry_args, init_params
+from acrobat.ir.values import entry_args, init_params
 
 MODEL_NAMES = (
     "treelstm",
@@ -123,9 +123,7 @@ class ModelSpec:
         """Raise :class:`InstanceError` naming the first instance that does not fit."""
         mod = _module(self.name)
         for i, x in enumerate(instances):
-            args = entry_args(self.module, x, i)
-            for p, a in zip(self.module.main.params, args):
-                check_value(self.module, a, p.ty, i, f"argument {p.name}")
+            entry_args(self.module, x, i)  # checks every argument against its type
             why = mod.validate(x, self.sizes, self.decisions)
             if why:
                 raise InstanceError(why, i)

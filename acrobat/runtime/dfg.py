@@ -14,8 +14,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acrobat.codegen.host import STRIDE
-
 KEY, OUT, INST = 0, 1, 2
 
 
@@ -98,6 +96,3 @@ class DFG:
         src = np.concatenate(srcs) if srcs else empty
         dst = np.concatenate(dsts) if dsts else empty
         return k, loc, key, src, dst
-
-    def phase_of(self, key: np.ndarray) -> np.ndarray:
-        return key // STRIDE

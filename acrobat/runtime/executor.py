@@ -155,9 +155,8 @@ class Executor:
 
 
 def to_handles(m, value, ty, executor: Executor, next_vid: int):
-    """An instance with every tensor replaced by a value id; returns (value, next id)."""
-    if not _has_tensor(m, ty, set()):
-        return value, next_vid
+    """An instance with every tensor replaced by a value id; returns (value, next id).
+    Callers skip it for types that hold no tensor (see :func:`has_tensor`)."""
     counter = [next_vid]
 
     def conv(v, t):
@@ -175,9 +174,8 @@ def to_handles(m, value, ty, executor: Executor, next_vid: int):
 
 
 def from_handles(m, value, ty, executor: Executor):
-    """A result with every value id replaced by its tensor (host arrays)."""
-    if not _has_tensor(m, ty, set()):
-        return value
+    """A result with every value id replaced by its tensor (host arrays).
+    Callers skip it for types that hold no tensor (see :func:`has_tensor`)."""
 
     def conv(v, t):
         if isinstance(t, TensorType):
@@ -222,20 +220,20 @@ def _map_adt(m, v, t, conv):
     return done[id(v)]
 
 
-def _has_tensor(m, ty, seen: set) -> bool:
+def has_tensor(m, ty, seen: set | None = None) -> bool:
+    """Whether values of ``ty`` can hold a tensor."""
+    seen = set() if seen is None else seen
     from acrobat.ir.types import AdtType, substitute
 
     if isinstance(ty, TensorType):
         return True
     if isinstance(ty, TupleType):
-        return any(_has_tensor(m, f, seen) for f in ty.fields)
+        return any(has_tensor(m, f, seen) for f in ty.fields)
     if isinstance(ty, AdtType):
         if ty in seen:
             return False
         seen.add(ty)
         adt = m.adt_map[ty.name]
         mapping = dict(zip(adt.type_params, ty.args))
-        return any(
-            _has_tensor(m, substitute(f, mapping), seen) for c in adt.ctors for f in c.fields
-        )
+        return any(has_tensor(m, substitute(f, mapping), seen) for c in adt.ctors for f in c.fields)
     return False

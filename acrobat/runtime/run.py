@@ -22,7 +22,7 @@ from acrobat.errors import AcrobatError, AcrobatNameError, InstanceError
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
-from acrobat.runtime.executor import Executor, _has_tensor, from_handles, to_handles
+from acrobat.runtime.executor import Executor, from_handles, has_tensor, to_handles
 from acrobat.runtime.fibers import Fiber, run_fibers
 from acrobat.runtime.schedule import POLICIES, lower_bound, schedule
 from acrobat.trace import (
@@ -95,7 +95,9 @@ class Runtime:
         self.make = ns["make"]
         self.entry_is_fiber = m.entry in self.host.fibers
         self.default_limit, self.limit_read_at = 0, -1e9
-        self.tensor_inputs = any(_has_tensor(m, p.ty, set()) for p in m.main.params)
+        self.tensor_params = [has_tensor(m, p.ty) for p in m.main.params]
+        self.tensor_inputs = any(self.tensor_params)
+        self.tensor_output = has_tensor(m, m.main.ret)
 
     def run(self, instances, policy: str, trace_level: str, memory_limit: int | None):
         if policy not in POLICIES:
@@ -176,9 +178,10 @@ class Runtime:
             args_list = []
             for args in checked:
                 conv = []
-                for p, a in zip(m.main.params, args):
-                    c, nv = to_handles(m, a, p.ty, ex, nv)
-                    conv.append(c)
+                for p, a, tensors in zip(m.main.params, args, self.tensor_params):
+                    if tensors:
+                        a, nv = to_handles(m, a, p.ty, ex, nv)
+                    conv.append(a)
                 args_list.append(conv)
             for name, value in zip(self.host.weight_values, upload):
                 ex.upload(nv, value)
@@ -207,7 +210,10 @@ class Runtime:
             flush()
         finally:
             sys.setrecursionlimit(old_limit)
-        outputs = [from_handles(m, r[0], m.main.ret, ex) for r in raw]
+        if self.tensor_output:
+            outputs = [from_handles(m, r[0], m.main.ret, ex) for r in raw]
+        else:
+            outputs = [r[0] for r in raw]
         total = time.perf_counter() - t0
         stats["total_ms"] = total * 1e3
         # DFG construction = the host program's run plus turning records into arrays
