@@ -200,7 +200,7 @@ class _Gen:
     def bind(self, target: str, e: Expr, ind: int) -> None:
         """Code that assigns the value of ``e`` to ``target`` (may move ``d``)."""
         t = type(e)
-        if t in (Var, Const, GlobalRef):
+        if t in (Var, Const, GlobalRef, ParamRef):
             self.emit(ind, f"{target} = {self.atom(e)}")
         elif t is KernelCall:
             self.kernel_call(target, e, ind)
@@ -270,26 +270,33 @@ class _Gen:
             raise NotImplementedError(f"tensor op {e.op} outside a kernel")
 
     def parallel(self, target: str, e: Parallel, ind: int) -> None:
-        if any(c.fn in self.fibers for c in e.calls):
-            gens = ", ".join(
-                f"{fn(c.fn)}({', '.join([self.atom(a) for a in c.args] + ['d'])})" for c in e.calls
-            )
-            r = self.fresh()
-            self.emit(ind, f"{r} = yield ({SPAWN}, ({gens},))")
-            self.emit(ind, f"{target} = tuple(x[0] for x in {r})")
-            self.emit(ind, f"d = max(x[1] for x in {r})")
-            return
-        d0, outs, ds = self.fresh(), [], []
+        """Every call starts at the same depth; the parent continues from their max.
+
+        Calls of fiber functions run as spawned child fibers; the others are ordinary
+        calls made first (they cannot wait for anything, so the order does not matter)."""
+        d0, outs, ds, spawned = self.fresh(), [], [], []
         self.emit(ind, f"{d0} = d")
         for c in e.calls:
+            call = f"{fn(c.fn)}({', '.join([self.atom(a) for a in c.args] + [d0])})"
+            if c.fn in self.fibers:
+                spawned.append(call)
+                outs.append(None)
+                continue
             r, dd = self.fresh(), self.fresh()
-            self.emit(
-                ind, f"{r}, {dd} = {fn(c.fn)}({', '.join([self.atom(a) for a in c.args] + [d0])})"
-            )
+            self.emit(ind, f"{r}, {dd} = {call}")
             outs.append(r)
             ds.append(dd)
-        self.emit(ind, f"{target} = ({', '.join(outs)},)")
-        self.emit(ind, f"d = max({', '.join(ds)})")
+        if spawned:
+            r = self.fresh()
+            self.emit(ind, f"{r} = yield ({SPAWN}, ({''.join(g + ', ' for g in spawned)}))")
+            k = 0
+            for j, o in enumerate(outs):
+                if o is None:
+                    outs[j] = f"{r}[{k}][0]"
+                    ds.append(f"{r}[{k}][1]")
+                    k += 1
+        self.emit(ind, f"{target} = ({''.join(o + ', ' for o in outs)})")
+        self.emit(ind, f"d = max({', '.join(ds)})" if len(ds) > 1 else f"d = {ds[0]}")
 
     def map(self, target: str, e: Map, ind: int) -> None:
         extra = "".join(self.atom(a) + ", " for a in e.extra)

@@ -245,15 +245,13 @@ class _KernelGen:
             self.batched[var.name] = self.batched[e.tup.name]
             self.rank[var.name] = len(var.ty.shape)
             return
-        code, batched = self.op(e)
-        self.lines.append(f"    {target} = {code}")
+        if e.op == "dense":
+            code, batched = self.dense(e, target)
+        else:
+            code, batched = self.op(e)
+            self.lines.append(f"    {target} = {code}")
         if e.op in _FRESH and batched:
             self.owned.add(var.name)
-            if e.op == "dense" and len(e.args) > 2:  # bias added in place
-                matmul = code[len("np.add(") : code.rindex(", ")]
-                self.lines[-1] = f"    {target} = {matmul}"
-                bias = self.batched_like(self.operand(e.args[2]), len(e.ty.shape))
-                self.lines.append(f"    {target} += {bias}")
         self.batched[var.name] = batched
         self.rank[var.name] = len(e.ty.shape) if isinstance(e.ty, TensorType) else 0
 
@@ -271,31 +269,14 @@ class _KernelGen:
             return _UNARY[name].format(ops[0][0], out=out), ops[0][1]
         if name in _BINARY:
             (a, ab, ar), (b, bb, br) = ops
+            # a batched operand of lower rank gets its batch axis kept apart ([B, D] ->
+            # [B, 1, D]); an unbatched one broadcasts against the trailing axes as it is
             out_rank = len(e.ty.shape)
-            if ab and bb:
-                a = self.expand(a, ar, out_rank)
-                b = self.expand(b, br, out_rank)
+            a = self.batched_like(ops[0], out_rank)
+            b = self.batched_like(ops[1], out_rank)
             buf = self.reusable(e.args[0], e.ty) or self.reusable(e.args[1], e.ty)
             out = f", out={buf}" if buf else self.slot(e.ty) if anyb else ""
             return _BINARY[name].format(a, b, out=out), anyb
-        if name == "dense":
-            x, xb, xr = ops[0]
-            w, wb, _ = ops[1]
-            if wb:  # a weight that arrived as a batched value (taint specialization off)
-                if xr == 1:
-                    code = f"np.matmul({w}, {x}[..., None])[..., 0]"
-                else:
-                    code = f"np.matmul({x}, np.swapaxes({w}, -1, -2))"
-            else:
-                wt = (
-                    self.weight(e.args[1].name, transposed=True)
-                    if isinstance(e.args[1], ParamRef)
-                    else f"{w}.T"
-                )
-                code = f"np.matmul({x}, {wt}{self.slot(e.ty) if xb else ''})"
-            if len(ops) > 2:
-                code = f"np.add({code}, {self.batched_like(ops[2], len(e.ty.shape))})"
-            return code, xb or ops[1][1]
         if name == "matmul":
             return self.matmul(ops), anyb
         if name == "batch_matmul":
@@ -304,7 +285,10 @@ class _KernelGen:
                 b = f"np.swapaxes({b}, -1, -2)"
             return f"np.matmul({a}, {b})", anyb
         if name == "embed":
-            table, _, _ = ops[0]
+            table, tb, _ = ops[0]
+            if tb:  # a table that arrived as a per-instance value: row ids[b] of table b
+                ids = f"_ids({ops[1][0]}, {table}.shape[1])"
+                return f"{table}[np.arange(B), {ids}]", True
             ids = f"_ids({ops[1][0]}, {table}.shape[0])"
             return f"np.take({table}, {ids}, axis=0{self.slot(e.ty)})", True
         if name == "concat":
@@ -357,6 +341,35 @@ class _KernelGen:
             shape = tuple(e.ty.shape)
             return f"np.{name}((B,) + {shape!r}, dtype=np.float32)", True
         raise NotImplementedError(f"no batched NumPy rule for {name}")
+
+    def dense(self, e: OpCall, target: str) -> tuple[str, bool]:
+        """Emit ``target = x @ W.T (+ b)``; the bias is added in place when the product
+        already has the result's batched shape."""
+        ops = [self.operand(a) for a in e.args]
+        (x, xb, xr), (w, wb, _) = ops[:2]
+        if wb:  # a weight that arrived as a batched value (taint specialization off)
+            if xr == 1:
+                code = f"np.matmul({w}, {x}[..., None])[..., 0]"
+            else:
+                code = f"np.matmul({x}, np.swapaxes({w}, -1, -2))"
+        else:
+            wt = (
+                self.weight(e.args[1].name, transposed=True)
+                if isinstance(e.args[1], ParamRef)
+                else f"{w}.T"
+            )
+            code = f"np.matmul({x}, {wt}{self.slot(e.ty) if xb else ''})"
+        batched = xb or wb or (len(ops) > 2 and ops[2][1])
+        if len(ops) == 2:
+            self.lines.append(f"    {target} = {code}")
+            return code, batched
+        bias = self.batched_like(ops[2], len(e.ty.shape))
+        if xb or wb:
+            self.lines.append(f"    {target} = {code}")
+            self.lines.append(f"    {target} += {bias}")
+        else:
+            self.lines.append(f"    {target} = np.add({code}, {bias})")
+        return target, batched
 
     def batched_like(self, operand: tuple[str, bool, int], out_rank: int) -> str:
         """A batched operand of lower per-instance rank, shaped to broadcast against a

@@ -73,10 +73,11 @@ class ChoiceSource:
         if self.rng is None:
             return options[self._draw(len(options))][1]
         total = sum(w for w, _ in options)
-        x, acc = self.rng.random() * total, 0.0
-        for k, (w, item) in enumerate(options):
+        x, acc, k = self.rng.random() * total, 0.0, len(options) - 1
+        for j, (w, _) in enumerate(options):
             acc += w
             if x < acc:
+                k = j
                 break
         i = len(self.choices)
         if i >= MAX_CHOICES:
@@ -120,9 +121,7 @@ def shrink(
         for size in (8, 4, 2, 1):
             i = len(best) - size
             while i >= 0 and calls < budget:
-                if any(best[i : i + size]) and attempt(
-                    best[:i] + [0] * size + best[i + size :]
-                ):
+                if any(best[i : i + size]) and attempt(best[:i] + [0] * size + best[i + size :]):
                     progress = True
                 i -= 1
         for i in reversed(range(len(best))):

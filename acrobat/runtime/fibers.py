@@ -17,6 +17,20 @@ from collections import deque
 from collections.abc import Callable
 
 from acrobat.codegen.host import CALL, PHASE, READ_ARGMAX, READ_ITEM, SPAWN
+from acrobat.errors import InstanceError
+
+# what host arithmetic in the generated program can raise (the reference interpreter
+# turns the same failures into an EvaluationError)
+HOST_FAILURES = (ArithmeticError, ValueError)
+
+
+def host_failure(err: Exception, inst: int) -> InstanceError:
+    """The typed error for a failure in an instance's host code."""
+    return InstanceError(
+        f"host arithmetic failed: {err}",
+        inst,
+        hint="check the instance's host values (a division by zero, an overflow)",
+    )
 
 
 class Fiber:
@@ -53,6 +67,8 @@ def run_fibers(
             while True:
                 try:
                     req = fiber.stack[-1].send(value)
+                except HOST_FAILURES as err:
+                    raise host_failure(err, fiber.inst) from None
                 except StopIteration as stop:
                     fiber.stack.pop()
                     value = stop.value

@@ -23,7 +23,7 @@ from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
 from acrobat.runtime.executor import Executor, from_handles, has_tensor, to_handles
-from acrobat.runtime.fibers import Fiber, run_fibers
+from acrobat.runtime.fibers import HOST_FAILURES, Fiber, host_failure, run_fibers
 from acrobat.runtime.schedule import POLICIES, lower_bound, schedule
 from acrobat.trace import (
     HostProgramGenerated,
@@ -71,6 +71,24 @@ def _memory_limit() -> int:
     except OSError:
         pass
     return 16 << 30
+
+
+def _records(rows: list[tuple], width: int, kernel: str) -> np.ndarray:
+    """Recorded nodes as an int64 array; a host int that does not fit is the instance's
+    error (the reference interpreter raises one for such a value too)."""
+    try:
+        return np.array(rows, np.int64).reshape(len(rows), width)
+    except OverflowError:
+        for row in rows:
+            for value in row[3:]:
+                if not -(1 << 63) <= value < 1 << 63:
+                    raise InstanceError(
+                        f"{kernel}: host value {value} does not fit in 64 bits",
+                        row[2],
+                        hint="token ids and other host ints passed to tensor ops must lie "
+                        "in the int64 range",
+                    ) from None
+        raise
 
 
 class Runtime:
@@ -147,7 +165,7 @@ class Runtime:
                 new = lst[done[k] :]
                 done[k] = len(lst)
                 width = 3 + len(self.kernels[k].params)
-                recs.append(np.array(new, np.int64).reshape(len(new), width))
+                recs.append(_records(new, width, self.kernels[k].name))
             dfg = DFG(ex.info, recs)
             t2 = time.perf_counter()
             sched = schedule(dfg, policy, self.prog.options.inline_depth)
@@ -202,7 +220,10 @@ class Runtime:
                 start(0, nv)
                 for i, a in enumerate(args_list):
                     start(i, None)
-                    raw.append(entry(*a, self.base))
+                    try:
+                        raw.append(entry(*a, self.base))
+                    except HOST_FAILURES as err:
+                        raise host_failure(err, i) from None
             t_host = time.perf_counter()
             in_flush = sum(b - a for _, a, b in spans)
             stats["host_ms"] = (t_host - tg - in_flush) * 1e3
