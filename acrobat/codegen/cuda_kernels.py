@@ -37,7 +37,7 @@ from typing import Any
 
 from acrobat.errors import AcrobatTypeError
 from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
-from acrobat.ir.types import ScalarType, TensorType
+from acrobat.ir.types import FLOAT, ScalarType, TensorType
 
 PARAM, HOST, WEIGHT, CONST = "param", "host", "weight", "const"  # leaf kinds of a Node
 GEMM_OPS = ("dense", "matmul", "batch_matmul")
@@ -232,7 +232,11 @@ class _Graph:
         for p in f.params:
             host = isinstance(p.ty, ScalarType)
             shape = () if host else self.check(p.ty).shape
-            self.nodes["%" + p.name] = Node(HOST if host else PARAM, shape=shape, batched=True)
+            # a host float is recorded as the bits of a float64 (see codegen.host)
+            attrs = {"float": p.ty == FLOAT} if host else {}
+            self.nodes["%" + p.name] = Node(
+                HOST if host else PARAM, attrs=attrs, shape=shape, batched=True
+            )
             self.params.append(("%" + p.name, "host" if host else "batched", shape))
         body = f.body
         for b in body.bindings if isinstance(body, Let) else ():
@@ -473,6 +477,12 @@ class _Emitter:
         elif node.op == "embed":
             table, ids = node.args
             return self.load(table, f"{self.arg(HOST, ids)[0]}[b] * {width} + {idx}")
+        elif node.op == "scalar":
+            src = self.g.nodes[node.args[0]]
+            if src.op != HOST:
+                return self.load(node.args[0], "0")
+            h = f"{self.arg(HOST, node.args[0])[0]}[b]"
+            code = f"(float)__longlong_as_double({h})" if src.attrs.get("float") else f"(float){h}"
         elif node.op == "concat" and len(node.args) == 1:
             return self.load(node.args[0], idx)
         elif node.op == "concat":

@@ -25,6 +25,7 @@ frames), SPAWN independent children, or wait at a PHASE barrier.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from acrobat.codegen import ident
@@ -53,7 +54,7 @@ from acrobat.ir.nodes import (
     Var,
 )
 from acrobat.ir.traversal import walk
-from acrobat.ir.types import TupleType
+from acrobat.ir.types import FLOAT, TupleType
 
 STRIDE = 1 << 32  # depth keys: phase * STRIDE + depth
 READ_ITEM, READ_ARGMAX, CALL, SPAWN, PHASE = range(5)
@@ -88,6 +89,14 @@ class HostProgram:
     fibers: frozenset[str]
     entry: str
     weight_values: tuple[str, ...] = ()  # weights the host program passes as values
+
+
+def float_bits(x: float) -> int:
+    """The bits of ``float(x)`` as a float64, read as an int64 (how records carry floats)."""
+    return _INT64.unpack(_FLOAT64.pack(x))[0]
+
+
+_FLOAT64, _INT64 = struct.Struct("<d"), struct.Struct("<q")
 
 
 def v(name: str) -> str:
@@ -244,7 +253,12 @@ class _Gen:
         n_out = len(e.ty.fields) if isinstance(e.ty, TupleType) else 1
         self.emit(ind, f"o = nv; nv = o + {n_out}")
         key = "d" if e.depth is None else f"d - d % {STRIDE} + {e.depth}"
-        args = "".join(", " + self.atom(a) for a in e.args)
+        kparams = self.m.function_map[e.kernel].params
+        # records are int64 rows: a host float travels as the bits of a float64
+        args = "".join(
+            f", fbits({self.atom(a)})" if p.ty == FLOAT else ", " + self.atom(a)
+            for a, p in zip(e.args, kparams)
+        )
         self.emit(ind, f"R{k}(({key}, o, inst{args}))")
         if e.depth is None:
             self.emit(ind, "d += 1")
@@ -334,7 +348,10 @@ def generate_host(m: Module, fibers: frozenset[str], base: int) -> HostProgram:
     kernels = [f.name for f in m.functions if f.is_kernel]
     g = _Gen(m, fibers, kernels, base)
     rec = ", ".join(f"R{i}" for i in range(len(kernels)))
-    g.emit(0, f"def make({rec}{', ' if kernels else ''}AdtValue, to_list, from_list, WEIGHTS):")
+    g.emit(
+        0,
+        f"def make({rec}{', ' if kernels else ''}AdtValue, to_list, from_list, WEIGHTS, fbits):",
+    )
     g.emit(1, '"""Host program; R<k> records a node of kernel k: (key, out, inst, *args)."""')
     g.emit(1, "nv = 0")
     g.emit(1, "inst = 0")

@@ -16,7 +16,7 @@ import numpy as np
 
 from acrobat.codegen import ident
 from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
-from acrobat.ir.types import TensorType
+from acrobat.ir.types import FLOAT, TensorType
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,7 @@ class _KernelGen:
         self.rank: dict[str, int] = {}
         self.names: dict[str, str] = {}
         self.slots: list[tuple[tuple[int, ...], str]] = []
+        self.host_float: set[str] = set()
 
     def name(self, var: str) -> str:
         return self.names.get(var, ident("x_", var))
@@ -199,6 +200,8 @@ class _KernelGen:
         for p in f.params:
             args.append(self.name(p.name))
             self.batched[p.name] = True
+            if p.ty == FLOAT:  # recorded as the bits of a float64 (see codegen.host)
+                self.host_float.add(p.name)
             self.rank[p.name] = len(p.ty.shape) if isinstance(p.ty, TensorType) else 0
         self.lines.append(f"def {ident('kernel_', f.name)}(B, {', '.join(args)}):")
         body = f.body
@@ -220,6 +223,8 @@ class _KernelGen:
         target = self.name(var.name)
         if isinstance(e, Var):
             self.names[var.name] = self.name(e.name)
+            if e.name in self.host_float:
+                self.host_float.add(var.name)
             self.batched[var.name] = self.batched[e.name]
             self.rank[var.name] = self.rank[e.name]
             return
@@ -337,6 +342,14 @@ class _KernelGen:
                 ax = axis % r + (1 if xb else 0)
             keep = bool(attrs.get("keepdims"))
             return f"np.{name}({x}, axis={ax!r}, keepdims={keep})", xb
+        if name == "scalar":
+            x, xb, _ = ops[0]
+            if not xb:
+                return f"np.float32({x})", False
+            a = e.args[0]
+            if isinstance(a, Var) and a.name in self.host_float:
+                x = f"{x}.view(np.float64)"
+            return f"np.asarray({x}, dtype=np.float32)", True
         if name in ("zeros", "ones"):
             shape = tuple(e.ty.shape)
             return f"np.{name}((B,) + {shape!r}, dtype=np.float32)", True

@@ -147,15 +147,19 @@ class ExprLowerer:
         return fold(OpCall(op, (a, b), span=sp))
 
     def tensor_operand(self, e: Expr, ty: Type, node: ast.expr) -> Expr:
-        """A tensor operand; a numeric literal becomes a 0-d float32 tensor constant."""
+        """A tensor operand; a numeric literal becomes a 0-d float32 tensor constant and
+        any other host int/float a ``scalar(...)`` (a 0-d tensor made in the kernel)."""
         if isinstance(ty, TensorType):
             return e
-        if isinstance(e, Const) and ty in (ScalarType("int"), ScalarType("float")):
-            return Const(float(e.value), ty=TensorType(()), span=e.span)
+        if ty in (ScalarType("int"), ScalarType("float")):
+            if isinstance(e, Const):
+                return Const(float(e.value), ty=TensorType(()), span=e.span)
+            return OpCall("scalar", (e,), span=e.span)
         raise AcrobatTypeError(
             f"cannot mix a host {ty} with a tensor",
             self.span(node),
-            hint="host values stay on the host; only number literals combine with tensors",
+            hint="only host ints and floats combine with tensors; "
+            "turn a bool into a number first (1.0 if b else 0.0)",
         )
 
     def _UnaryOp(self, node: ast.UnaryOp) -> Expr:

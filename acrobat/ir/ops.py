@@ -465,6 +465,30 @@ register("ones", 0, "create", _filler(np.ones), {"shape": REQUIRED}, doc="ones")
 )
 
 
+def _scalar(v):
+    if type(v) is int and not -(1 << 63) <= v < 1 << 63:
+        from acrobat.errors import EvaluationError
+
+        raise EvaluationError(
+            f"scalar: host int {v} does not fit in 64 bits",
+            hint="host ints that scale tensors must lie in the int64 range",
+        )
+    return np.asarray(v, dtype=np.float32)
+
+
+@register(
+    "scalar",
+    1,
+    "create",
+    _scalar,
+    doc="a host int or float as a 0-d float32 tensor (x * n with a host n uses it)",
+)
+def _scalar_rule(ts, attrs):
+    if ts[0] not in (INT, FLOAT):
+        raise AcrobatTypeError(f"scalar: needs a host int or float, got {ts[0]}")
+    return TensorType((), "float32")
+
+
 # ----------------------------------------------------------------------------- tensor -> host
 
 

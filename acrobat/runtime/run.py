@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from acrobat.backends import get_backend
-from acrobat.codegen.host import READ_ITEM, STRIDE, generate_host
+from acrobat.codegen.host import READ_ITEM, STRIDE, float_bits, generate_host
 from acrobat.errors import AcrobatError, AcrobatNameError, InstanceError
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
 from acrobat.runtime.arena import ArenaPool
@@ -141,7 +141,7 @@ class Runtime:
         lists = [[] for _ in self.kernels]
         weights: dict[str, int] = {}  # weights the host program uses as values -> value id
         entry, start, next_value = self.make(
-            *(lst.append for lst in lists), AdtValue, to_list, from_list, weights
+            *(lst.append for lst in lists), AdtValue, to_list, from_list, weights, float_bits
         )
         done = [0] * len(lists)
         stats = {

@@ -34,6 +34,7 @@ static const acr_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
 #define __shared__ static
 #define __syncthreads() ((void)0)
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
+static inline double __longlong_as_double(long long i) { double d; memcpy(&d, &i, sizeof d); return d; }
 """
 
 

@@ -60,7 +60,8 @@ def _compile_to_ptx(plans_, tmp_path) -> None:
 
 def test_every_op_has_a_cuda_rule():
     """The tables cover the registry: nothing falls through to NotImplementedError."""
-    fusible = set(CUDA_EXPR) | set(CUDA_INDEX) | {"concat", "split", "embed", "zeros", "ones"}
+    fusible = set(CUDA_EXPR) | set(CUDA_INDEX)
+    fusible |= {"concat", "split", "embed", "zeros", "ones", "scalar"}
     for name, op in REGISTRY.items():
         if op.kind in ("elemwise", "broadcast", "injective", "create"):
             assert name in fusible, name

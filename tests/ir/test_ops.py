@@ -37,6 +37,8 @@ CASES = [
     ("h.truediv", [INT, INT], {}, FLOAT),
     ("h.and", [BOOL, BOOL], {}, BOOL),
     ("ghost", [], {"count": 2}, TupleType(())),
+    ("scalar", [INT], {}, TensorType(())),
+    ("scalar", [FLOAT], {}, TensorType(())),
 ]
 
 

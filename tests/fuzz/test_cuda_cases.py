@@ -1,0 +1,86 @@
+"""The generated CUDA of the saved fuzz cases: it compiles to PTX, and run on the CPU
+through the g++ emulation (``tests/backends/emulation.py``) it gives the reference
+interpreter's outputs (or the same instance's typed error)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import acrobat
+import acrobat.runtime.run as run_module
+from acrobat.codegen.cuda_kernels import plan_kernel
+from acrobat.errors import AcrobatTypeError
+from acrobat.fuzz.cases import load
+from acrobat.fuzz.check import reference
+from tests.backends.emulation import GXX, EmulatedCudaBackend
+from tests.backends.test_cuda_codegen import NVCC, NVCC_FLAGS
+from tests.runtime.helpers import assert_outputs_equal
+
+CASES = sorted((Path(__file__).parent / "cases").glob("*.json"))
+
+
+def _compiled(case):
+    module = acrobat.parse(case.source)
+    params = acrobat.init_params(module, 0)
+    return acrobat.compile(module, params), module, params
+
+
+def _plans(prog):
+    try:
+        return [plan_kernel(k.function) for k in prog.kernels.values()]
+    except AcrobatTypeError as err:  # a typed refusal (e.g. dense over a per-instance weight)
+        pytest.skip(f"the CUDA backend refuses this program: {err.message}")
+
+
+def compile_programs_to_ptx(programs, tmp_path) -> int:
+    """Every kernel plan of each program as one translation unit per program, all in
+    one nvcc run (kernel names repeat across programs); returns the entries checked."""
+    files, want = [], {}
+    for n, prog in enumerate(programs):
+        launches = {}
+        for k in prog.kernels.values():
+            try:
+                plan = plan_kernel(k.function)
+            except AcrobatTypeError:  # a typed refusal is the backend's answer
+                continue
+            launches.update({s.source: s.name for s in plan.launches})
+        if launches:
+            cu = tmp_path / f"program{n}.cu"
+            cu.write_text("\n".join(launches))
+            files.append(str(cu))
+            want[f"program{n}.ptx"] = set(launches.values())
+    cmd = [NVCC, *NVCC_FLAGS, "--output-directory", str(tmp_path), *files]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    for name, entries in want.items():
+        assert set(re.findall(r"\.entry (\w+)\(", (tmp_path / name).read_text())) == entries
+    return sum(len(e) for e in want.values())
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_saved_cases_compile_to_ptx(tmp_path):
+    assert compile_programs_to_ptx([_compiled(load(p))[0] for p in CASES], tmp_path) > 0
+
+
+@pytest.mark.skipif(GXX is None, reason="g++ is not installed")
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_saved_case_on_emulated_cuda(path, tmp_path):
+    case = load(path)
+    prog, module, params = _compiled(case)
+    _plans(prog)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(run_module, "get_backend", lambda name: EmulatedCudaBackend(prog, tmp_path))
+        runtime = run_module.Runtime(prog, "cuda-emulated")
+    refs, _ = reference(module, params, case.instances)
+    failing = {i for i, (status, _) in enumerate(refs) if status != "ok"}
+    if failing:
+        with pytest.raises(acrobat.InstanceError) as err:
+            runtime.run(case.instances, "acrobat", "off", None)
+        assert err.value.index in failing
+        return
+    res = runtime.run(case.instances, "acrobat", "off", None)
+    assert_outputs_equal(res.outputs, [v for _, v in refs], case.name)
