@@ -1,0 +1,73 @@
+"""``python -m acrobat.fuzz``: a fuzzing campaign from the command line.
+
+    python -m acrobat.fuzz --minutes 30 --seed 1          # long run
+    python -m acrobat.fuzz --programs 200 --seed 0        # fixed amount of work
+
+Exits 1 if any case broke the contract (each minimized and saved as a JSON case under
+``--out``, by default ``tests/fuzz/cases`` when run from the repository, where the test
+suite re-checks it), else 0. Prints programs per second and the op and feature coverage
+reached; the last line is a one-line summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from acrobat.fuzz.campaign import Report, run_campaign
+
+
+def _default_out() -> Path:
+    repo_cases = Path("tests/fuzz/cases")
+    return repo_cases if repo_cases.is_dir() else Path("fuzz-cases")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m acrobat.fuzz", description=__doc__.split("\n")[0])
+    ap.add_argument("--minutes", type=float, help="stop after this many minutes")
+    ap.add_argument("--programs", type=int, help="stop after this many programs")
+    ap.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
+    ap.add_argument("--out", type=Path, help="where minimized failures are saved")
+    ap.add_argument("--shrink-budget", type=int, default=300, help="checks spent per shrink")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines")
+    args = ap.parse_args(argv)
+    if args.minutes is None and args.programs is None:
+        args.programs = 100
+    out = args.out or _default_out()
+    last = [0.0]
+
+    def progress(r: Report) -> None:
+        if not args.quiet and r.seconds - last[0] >= 30:
+            last[0] = r.seconds
+            print(f"  {r.seconds:7.0f} s  {r.summary()}", flush=True)
+
+    report = run_campaign(
+        args.seed,
+        programs=args.programs,
+        minutes=args.minutes,
+        out=out,
+        shrink_budget=args.shrink_budget,
+        progress=progress,
+    )
+    _print_report(report)
+    return 1 if report.failures else 0
+
+
+def _print_report(r: Report) -> None:
+    print(f"seconds: {r.seconds:.1f}; programs: {r.programs}; batched runs: {r.runs}")
+    print(f"instances refused by the interpreter with a typed error: {r.reference_errors}")
+    print(f"slow cases skipped: {r.slow}; programs the frontend rejected: {r.rejected}")
+    used = ", ".join(f"{op} {n}" for op, n in sorted(r.ops.items()))
+    print(f"ops used (programs): {used}")
+    missing = r.missing_ops()
+    print(f"ops never used: {', '.join(missing) if missing else 'none'}")
+    feats = ", ".join(f"{f} {n}" for f, n in sorted(r.features.items()))
+    print(f"features (programs): {feats}")
+    for failure, path in r.failures:
+        print(f"FAILURE {failure}" + (f"\n  saved: {path}" if path else ""))
+    print(r.summary())
+
+
+if __name__ == "__main__":
+    sys.exit(main())
