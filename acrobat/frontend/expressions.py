@@ -110,6 +110,8 @@ class ExprLowerer:
             return ParamRef(name, span=sp)
         if name in self.decl.sizes:
             return Const(self.decl.sizes[name], span=sp)
+        if name in self.decl.consts:
+            return Const(self.decl.consts[name], span=sp)
         if name in self.decl.functions:
             return GlobalRef(name, span=sp)
         if name in self.decl.ctors:
@@ -303,11 +305,14 @@ class ExprLowerer:
                 raise unsupported(a, self.decl)
 
     def attr_value(self, node: ast.expr) -> Any:
-        """A static attribute: a literal, a size, a negated number or a tuple of them."""
+        """A static attribute: a literal, a size, a host constant, a negated number or a
+        tuple of them."""
         if isinstance(node, ast.Constant) and (
             node.value is None or type(node.value) in (int, float, bool)
         ):
             return node.value
+        if isinstance(node, ast.Name) and node.id in self.decl.consts:
+            return self.decl.consts[node.id]
         if isinstance(node, ast.Tuple):
             return tuple(self.attr_value(e) for e in node.elts)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
@@ -322,7 +327,7 @@ class ExprLowerer:
         raise AcrobatSyntaxError(
             f"{ast.unparse(node)} is not a constant",
             self.span(node),
-            hint="attributes (axis, sections, shape, ...) must be literals or sizes",
+            hint="attributes (axis, sections, shape, ...) must be literals, sizes or host constants",
         )
 
     def parallel(self, node: ast.Call) -> Expr:
