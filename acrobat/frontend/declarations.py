@@ -27,7 +27,10 @@ from acrobat.ir.types import (
     TypeParam,
 )
 
-BUILTIN_NAMES = frozenset({"parallel", "map", "phase", "Size", "Param", "Tensor", "ADT", "TypeVar"})
+BUILTIN_NAMES = frozenset(
+    {"parallel", "map", "phase", "Size", "Param", "Tensor", "ADT", "TypeVar"}
+    | {"abs", "min", "len", "range"}
+)
 _SIZE_OPS = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,

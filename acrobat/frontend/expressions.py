@@ -37,7 +37,7 @@ from acrobat.ir.nodes import (
 )
 from acrobat.ir.ops import REGISTRY
 from acrobat.ir.typecheck import FunctionInference
-from acrobat.ir.types import ScalarType, TensorType, TupleType, Type
+from acrobat.ir.types import FLOAT, INT, AdtType, ScalarType, TensorType, TupleType, Type
 
 # Attributes that may also be passed positionally after the tensor arguments:
 # split(x, 3), slice(x, 0, H), reshape(x, (H, H)), zeros(H), softmax(x, -1), sum(x, 0)
@@ -69,6 +69,23 @@ HOST_BINOPS = {
     ast.FloorDiv: "h.floordiv",
     ast.Mod: "h.mod",
     ast.Pow: "h.pow",
+}
+# Python built-ins on host values: what each accepts, and what to write instead
+HOST_BUILTINS = {
+    "abs": ("one host int or float", "for a tensor write maximum(x, neg(x))"),
+    "min": (
+        "two or more host ints/floats",
+        "min(a, b, ...) compares host numbers; for tensors use minimum(a, b)",
+    ),
+    "max": (
+        "two or more host ints/floats, or a tensor to reduce",
+        "max(a, b, ...) compares host numbers; max(x) or max(x, axis) reduces a tensor; "
+        "maximum(a, b) is the elementwise tensor max",
+    ),
+    "len": (
+        "one List",
+        "len(xs) counts the elements of a List[T]; tensor dimensions are sizes, known statically",
+    ),
 }
 COMPARE = {
     ast.Lt: "h.lt",
@@ -261,6 +278,8 @@ class ExprLowerer:
         if name in self.decl.ctors:
             self.no_keywords(node, name)
             return CtorCall(name, tuple(self.expr(a) for a in node.args), span=sp)
+        if name in HOST_BUILTINS:
+            return self.host_builtin(name, node)
         if name in REGISTRY and not name.startswith("h."):
             return self.op_call(name, node)
         if name.startswith("__"):
@@ -278,7 +297,33 @@ class ExprLowerer:
             if isinstance(a, ast.Starred):
                 raise unsupported(a, self.decl)
 
-    def op_call(self, name: str, node: ast.Call) -> Expr:
+    def host_builtin(self, name: str, node: ast.Call) -> Expr:
+        """``abs``/``min``/``max``/``len`` on host values; ``max`` of a tensor is the
+        reduction op, told apart by the type of the first argument."""
+        sp = self.span(node)
+        self.no_starred(node)
+        args = [self.expr(a) for a in node.args[:1]]
+        if name == "max" and args and isinstance(self.type_of(args[0]), TensorType):
+            return self.op_call(name, node, tuple(args))
+        args += [self.expr(a) for a in node.args[1:]]
+        types = [self.type_of(a) for a in args]
+        wants, hint = HOST_BUILTINS[name]
+        if name == "len":
+            fits = len(types) == 1 and isinstance(types[0], AdtType) and types[0].name == "List"
+        else:
+            fits = (len(args) == 1 if name == "abs" else len(args) >= 2) and all(
+                t in (INT, FLOAT) for t in types
+            )
+        if node.keywords or not fits:
+            got = ", ".join(map(str, types)) + ", keywords" * bool(node.keywords)
+            raise AcrobatTypeError(f"{name} takes {wants}, got ({got})", sp, hint=hint)
+        out = fold(OpCall("h." + name, tuple(args[:2]), span=sp))
+        for a in args[2:]:
+            out = fold(OpCall("h." + name, (out, a), span=sp))
+        return out
+
+    def op_call(self, name: str, node: ast.Call, lowered: tuple[Expr, ...] = ()) -> Expr:
+        """A registry op; ``lowered`` are its first arguments, already lowered."""
         op = REGISTRY[name]
         self.no_starred(node)
         n_tensor = len(node.args)
@@ -296,7 +341,7 @@ class ExprLowerer:
             if kw.arg is None or kw.arg in attrs:
                 raise AcrobatSyntaxError(f"bad or repeated keyword in {name}(...)", self.span(kw))
             attrs[kw.arg] = self.attr_value(kw.value)
-        args = tuple(self.expr(a) for a in node.args[:n_tensor])
+        args = lowered + tuple(self.expr(a) for a in node.args[len(lowered) : n_tensor])
         return OpCall(name, args, tuple(sorted(attrs.items())), span=self.span(node))
 
     def no_starred(self, node: ast.Call) -> None:

@@ -14,7 +14,9 @@ import pytest
 
 import acrobat
 from acrobat import AcrobatNameError, AcrobatSyntaxError, AcrobatTypeError
+from acrobat.ir.nodes import OpCall
 from acrobat.ir.parser import parse_module
+from acrobat.ir.traversal import walk
 from acrobat.ir.verify import verify
 
 POLICIES = ("acrobat", "eager", "dynet-depth", "dynet-agenda")
@@ -118,3 +120,72 @@ def main(x: Tensor[H]) -> Tensor[H]:
     err = bad(src, AcrobatTypeError)
     assert "host constant, not a size" in err.message
     assert "Size(" in err.hint
+
+
+# -- len, abs, min, max on host values ----------------------------------------------------
+
+BUILTINS = """
+H = Size("H", 3)
+
+def main(x: Tensor[H], n: int, f: float, xs: List[Tensor[H]]) -> tuple[
+    int, float, int, float, float, int, Tensor[()], Tensor[H], Tensor[H]
+]:
+    k = len(xs)
+    return (
+        abs(n - 3),
+        abs(f),
+        min(n, k, 2),
+        max(n, f),
+        max(3, 2.0),
+        max(n - k, -n),
+        max(x),
+        max(x, 0) * x,
+        x * max(2, 3),
+    )
+"""
+
+
+def test_host_builtins_match_python_and_batch():
+    instances = [
+        (vec(k, -k, 0.5), k, 1.5 - k, acrobat.from_list([vec(1, 2, 3)] * (k % 3))) for k in range(5)
+    ]
+    m, _, want = check(BUILTINS, instances)
+    ops = {e.op for f in m.functions for e in walk(f.body) if isinstance(e, OpCall)}
+    assert {"h.len", "h.abs", "h.min", "h.max", "max"} <= ops
+    for (x, n, f, xs), got in zip(instances, want):
+        k = len(acrobat.to_list(xs))
+        host = (abs(n - 3), abs(f), min(n, k, 2), float(max(n, f)), 3.0, max(n - k, -n))
+        assert got[:6] == host
+        assert [type(v) for v in got[:6]] == [int, float, int, float, float, int]
+        np.testing.assert_allclose(got[6], x.max())
+        np.testing.assert_allclose(got[7], x.max() * x)
+        np.testing.assert_allclose(got[8], 3 * x)
+
+
+@pytest.mark.parametrize(
+    "call, accepts, fix",
+    [
+        ("abs(x)", "one host int or float", "maximum(x, neg(x))"),
+        ("abs(n, n)", "one host int or float", "maximum(x, neg(x))"),
+        ("min(n)", "two or more host ints/floats", "minimum(a, b)"),
+        ("min(True, n)", "two or more host ints/floats", "minimum(a, b)"),
+        ("max(n, x)", "or a tensor to reduce", "maximum(a, b)"),
+        ("max(n)", "two or more host ints/floats", "max(x, axis)"),
+        ("len(n)", "one List", "List[T]"),
+        ("len(x)", "one List", "List[T]"),
+    ],
+)
+def test_host_builtins_with_wrong_arguments_say_what_they_accept(call, accepts, fix):
+    src = f"""\
+H = Size("H", 3)
+def main(x: Tensor[H], n: int) -> int:
+    y = {call}  # <-
+    return n
+"""
+    err = bad(src, AcrobatTypeError)
+    assert accepts in err.message
+    assert fix in err.hint
+
+
+def test_builtin_names_are_reserved():
+    bad("def len(n: int) -> int:  # <-\n    return n\n", AcrobatNameError)
