@@ -189,3 +189,209 @@ def main(x: Tensor[H], n: int) -> int:
 
 def test_builtin_names_are_reserved():
     bad("def len(n: int) -> int:  # <-\n    return n\n", AcrobatNameError)
+
+
+# -- for x in xs over a List ---------------------------------------------------------------
+
+FOR_LIST = """
+H = Size("H", 3)
+Wx: Param[H, H]
+Wh: Param[H, H]
+
+def main(
+    xs: List[Tensor[H]], h: Tensor[H], ps: List[tuple[int, float]], nss: List[List[int]]
+) -> tuple[Tensor[H], int, float, int, List[Tensor[H]], int, int]:
+    count = 0
+    outs: List[Tensor[H]] = Nil()
+    for x in xs:                       # an RNN over the list, the state carried
+        h = tanh(dense(x, Wx) + dense(h, Wh))
+        outs = Cons(h, outs)
+        count += 1
+    total = 0.0
+    best = 0
+    for k, w in ps:                    # a tuple target
+        total += w * k
+        best = max(best, k)
+    nested = 0
+    for ns in nss:                     # loops in a loop's body
+        for n in ns:
+            for i in range(n):
+                nested += i
+        nested += len(ns)
+    last = -1
+    for last in ps_keys(ps):           # an existing target holds the last item afterwards
+        nested += 0
+    return h, count, total, best, outs, nested, last
+
+def ps_keys(ps: List[tuple[int, float]]) -> List[int]:
+    keys: List[int] = Nil()
+    for k, _ in ps:
+        keys = Cons(k, keys)
+    return keys
+"""
+
+
+def test_for_over_a_list_matches_numpy_and_batch():
+    rng = np.random.default_rng(0)
+    F = acrobat.from_list
+    instances = [
+        (
+            F([rng.standard_normal(3).astype(np.float32) for _ in range(k)]),
+            rng.standard_normal(3).astype(np.float32),
+            F([(j, 0.5 * j) for j in range(k)]),
+            F([F(list(range(j))) for j in range(k)]),
+        )
+        for k in range(5)
+    ]
+    m, p, want = check(FOR_LIST, instances)
+    assert {"main_loop1", "main_loop3_loop1", "main_loop3_loop1_loop1"} <= set(m.function_map)
+    for (xs, h, ps, nss), got in zip(instances, want):
+        outs = []
+        for x in acrobat.to_list(xs):
+            h = np.tanh(p["Wx"] @ x + p["Wh"] @ h)
+            outs.insert(0, h)
+        np.testing.assert_allclose(got[0], h, rtol=1e-5)
+        pairs = acrobat.to_list(ps)
+        nested = sum(
+            sum(range(n)) for ns in acrobat.to_list(nss) for n in acrobat.to_list(ns)
+        ) + sum(len(acrobat.to_list(ns)) for ns in acrobat.to_list(nss))
+        assert got[1:4] == (
+            len(outs),
+            sum(w * k for k, w in pairs),
+            max([0] + [k for k, _ in pairs]),
+        )
+        for a, b in zip(acrobat.to_list(got[4]), outs, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-5)
+        assert got[5] == nested
+        assert got[6] == (pairs[0][0] if pairs else -1)  # ps_keys reverses the keys
+
+
+def test_list_loop_target_is_not_defined_after_an_empty_list():
+    bad(
+        """\
+        def main(xs: List[int]) -> int:
+            for x in xs:
+                pass
+            return x  # <-
+        """,
+        AcrobatNameError,
+    )
+
+
+def test_list_loop_needs_a_known_element_type():
+    err = bad(
+        """\
+        def main(n: int) -> int:
+            for x in Nil():  # <-
+                n += x
+            return n
+        """,
+        AcrobatTypeError,
+    )
+    assert "annotate" in err.hint
+
+
+# -- what stays unsupported says what to write ----------------------------------------------
+
+EXITS = {
+    "break_in_while": (
+        "while n > 0:\n        n -= 1\n        if n == 3:\n            break  # <-",
+        "break",
+        "exit condition in the while test",
+    ),
+    "break_in_for_list": (
+        "for x in xs:\n        while n < x:\n            break  # <-",
+        "break",
+        "recursive function that returns early",
+    ),
+    "continue_in_for_range": (
+        "for i in range(n):\n        continue  # <-",
+        "continue",
+        "under an if",
+    ),
+    "continue_in_while": (
+        "while n > 0:\n        n -= 1\n        continue  # <-",
+        "continue",
+        "under an if",
+    ),
+    "return_in_for_list": (
+        "for x in xs:\n        if x > 2:\n            return x  # <-",
+        "return",
+        "return after the loop",
+    ),
+    "return_in_while": (
+        "while n > 0:\n        return n  # <-",
+        "return",
+        "return after the loop",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXITS))
+def test_loop_exits_say_how_to_write_them(name):
+    body, construct, fix = EXITS[name]
+    src = f"def main(n: int, xs: List[int]) -> int:\n    {body}\n    return n\n"
+    err = bad(src, AcrobatSyntaxError)
+    assert err.message == f"{construct} is not supported in loops"
+    assert fix in err.hint
+
+
+@pytest.mark.parametrize(
+    "loop, says",
+    [
+        ("for y in x:  # <-", "not Tensor[3]"),
+        ("for y in n:  # <-", "not int"),
+        ("for y in range(0, n, 2):  # <-", "range(n) or range(start, stop)"),
+        ("for y in [n, n]:  # <-", "Cons(x, xs)"),
+    ],
+)
+def test_for_over_what_cannot_be_iterated_says_what_can(loop, says):
+    src = f"""\
+H = Size("H", 3)
+def main(x: Tensor[H], n: int) -> int:
+    {loop}
+        n += 1
+    return n
+"""
+    err = bad(src, AcrobatSyntaxError)
+    assert says in str(err)
+    if "not" in says:
+        assert "range(n)" in err.hint and "List[T]" in err.hint
+
+
+TENSOR_DEPENDENT_LIST_LOOP = """
+H = Size("H", 3)
+W: Param[H, H]
+w: Param[1, H]
+THRESH = 0.5
+
+def main(xs: List[Tensor[H]], h: Tensor[H]) -> tuple[Tensor[H], int]:
+    hits = 0
+    for x in xs:
+        h = tanh(dense(x + h, W))
+        if item(sigmoid(dense(h, w))) > THRESH:
+            hits += 1
+            h = h * 0.5
+    return h, hits
+"""
+
+
+def test_list_loop_with_a_tensor_dependent_branch():
+    rng = np.random.default_rng(0)
+    instances = [
+        (
+            acrobat.from_list([rng.standard_normal(3).astype(np.float32) for _ in range(k)]),
+            rng.standard_normal(3).astype(np.float32),
+        )
+        for k in range(6)
+    ]
+    _, p, want = check(TENSOR_DEPENDENT_LIST_LOOP, instances)
+    for (xs, h), (y, hits) in zip(instances, want):
+        n = 0
+        for x in acrobat.to_list(xs):
+            h = np.tanh(p["W"] @ (x + h))
+            if 1 / (1 + np.exp(-(p["w"] @ h)[0])) > 0.5:
+                n, h = n + 1, h * 0.5
+        np.testing.assert_allclose(y, h, rtol=1e-5)
+        assert hits == n
+    assert len({hits for _, hits in want}) >= 2, "the branch should depend on the values"
