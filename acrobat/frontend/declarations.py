@@ -362,7 +362,7 @@ _UNSUPPORTED = {
     ast.Global: ("global", "pass values as function arguments"),
     ast.Nonlocal: ("nonlocal", "pass values as function arguments"),
     ast.Lambda: ("lambda", "define a named function with `def`"),
-    ast.For: ("for loops over Python objects", "use map(f, xs), recursion, or for i in range(n)"),
+    ast.For: ("module-level for loops", "loop in a function: for i in range(n): or for x in xs:"),
     ast.AsyncFunctionDef: ("async functions", None),
     ast.AsyncFor: ("async for", None),
     ast.AsyncWith: ("async with", None),
