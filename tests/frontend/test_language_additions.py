@@ -266,6 +266,23 @@ def test_for_over_a_list_matches_numpy_and_batch():
         assert got[6] == (pairs[0][0] if pairs else -1)  # ps_keys reverses the keys
 
 
+LIST_LOOP_IN_WHILE = """
+def main(xs: List[int], n: int) -> int:
+    total = 0
+    while n > 0:
+        for x in xs:
+            total += abs(x) * n
+        n -= 1
+    return total
+"""
+
+
+def test_list_loop_inside_a_while():
+    instances = [(acrobat.from_list(list(range(-k, k))), k) for k in range(5)]
+    _, _, want = check(LIST_LOOP_IN_WHILE, instances)
+    assert want == [sum(abs(x) for x in range(-k, k)) * k * (k + 1) // 2 for k in range(5)]
+
+
 def test_list_loop_target_is_not_defined_after_an_empty_list():
     bad(
         """\
@@ -395,3 +412,16 @@ def test_list_loop_with_a_tensor_dependent_branch():
         np.testing.assert_allclose(y, h, rtol=1e-5)
         assert hits == n
     assert len({hits for _, hits in want}) >= 2, "the branch should depend on the values"
+
+
+def test_host_op_type_rules_name_what_they_accept():
+    from acrobat.ir.ops import infer_op
+    from acrobat.ir.types import FLOAT, INT, AdtType, TensorType
+
+    assert infer_op("h.len", [AdtType("List", (INT,))], {}) == INT
+    assert infer_op("h.max", [INT, FLOAT], {}) == FLOAT
+    assert infer_op("h.abs", [INT], {}) == INT
+    with pytest.raises(AcrobatTypeError, match="len: needs a List, got Tensor"):
+        infer_op("h.len", [TensorType((3,))], {})
+    with pytest.raises(AcrobatTypeError, match="min: needs host int/float operands"):
+        infer_op("h.min", [INT, TensorType((3,))], {})
