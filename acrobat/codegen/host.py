@@ -77,6 +77,10 @@ _HOST_OPS = {
     "h.or": "({} or {})",
     "h.neg": "(-{})",
     "h.not": "(not {})",
+    "h.abs": "abs({})",
+    "h.min": "min({}, {})",
+    "h.max": "max({}, {})",
+    "h.len": "len(to_list({}))",
 }
 
 
@@ -270,7 +274,10 @@ class _Gen:
 
     def op(self, target: str, e: OpCall, ind: int) -> None:
         if e.op in _HOST_OPS:
-            self.emit(ind, f"{target} = {_HOST_OPS[e.op].format(*(self.atom(a) for a in e.args))}")
+            code = _HOST_OPS[e.op].format(*(self.atom(a) for a in e.args))
+            if e.op in ("h.min", "h.max") and e.ty == FLOAT:
+                code = f"float({code})"  # min(2, 3.0) is the int 2; the IR type is float
+            self.emit(ind, f"{target} = {code}")
         elif e.op == "ghost":
             self.emit(ind, f"d += {e.attr('count', 1)}")
             self.emit(ind, f"{target} = ()")

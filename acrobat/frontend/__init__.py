@@ -32,7 +32,10 @@ A complete binary TreeLSTM (Tai et al.) reads::
 
 What the language has:
 
-* **Sizes** ``H = Size("H", default)``, constants ``C = 16`` and derived sizes ``F = 4 * H``.
+* **Sizes** ``H = Size("H", default)``, constants ``C = 16`` and derived sizes ``F = 4 * H``
+  (positive ints; ``sizes={...}`` overrides them).
+* **Host constants**: any other literal, ``BOS = 0``, ``SCALE = -0.5``, ``EPS = 1e-3``,
+  ``DEBUG = False``: a value in expressions and op attributes, never a dimension.
 * **Weights** ``NAME: Param[d0, d1, ...]``.
 * **ADTs** ``class Tree(ADT):`` with one ``Ctor: (field types...)`` line per constructor;
   generic ones over ``T = TypeVar("T")`` as ``class Pair(ADT[T]):``. ``List[T]`` (``Nil()``,
@@ -42,9 +45,14 @@ What the language has:
   ADT names (``Tree``, ``List[Tensor[H]]``).
 * **Statements** assignment (with tuple unpacking), ``x: T = e``, ``x += e``, ``return``,
   ``if``/``else``, ``match``/``case`` over constructors (checked for exhaustiveness),
-  ``while <host bool>:`` and ``for i in range(n):``, ``phase()``.
+  ``while <host bool>:``, ``for i in range(n):`` and ``for x in xs:`` over a ``List`` (or
+  ``for a, b in pairs:``), ``phase()``. Loops may nest; variables they assign carry over.
+  ``break``, ``continue`` and ``return`` inside a loop are rejected with the way to write
+  them instead (an exit in the ``while`` test, an ``if``, a recursive function).
 * **Expressions** tensor ops from the registry (``dense``, ``sigmoid``, ``concat``, ``split``,
   ...), ``+ - * / @`` on tensors, host ``int``/``float``/``bool`` arithmetic and comparisons,
+  ``abs(a)``, ``min(a, b, ...)``, ``max(a, b, ...)`` on host numbers (``max(x)`` and
+  ``max(x, axis)`` of a tensor reduce it), ``len(xs)`` of a ``List``,
   ``a if c else b``, tuples and ``t[0]``, tensor slices ``x[a:b]``, constructor and function
   calls, ``parallel(f(a), g(b))`` for independent calls, ``map(f, xs)`` for a parallel map,
   and the tensor-to-host reads ``item(x)`` and ``argmax(x)`` that let control flow depend on

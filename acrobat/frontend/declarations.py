@@ -1,7 +1,9 @@
 """Module-level declarations of the modelling language: sizes, weights, ADTs, signatures.
 
 Sizes are evaluated here (``H = Size("H", 256)``, ``F = 4 * H``, ``C = 16``) so every
-type in the IR has concrete dimensions. Annotations are read from the ``ast`` only.
+type in the IR has concrete dimensions. Other literal assignments (``BOS = 0``,
+``EPS = 1e-3``, ``DEBUG = False``) are host constants: values for expressions, never
+dimensions. Annotations are read from the ``ast`` only.
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ from acrobat.ir.types import (
     TypeParam,
 )
 
-BUILTIN_NAMES = frozenset({"parallel", "map", "phase", "Size", "Param", "Tensor", "ADT", "TypeVar"})
+BUILTIN_NAMES = frozenset(
+    {"parallel", "map", "phase", "Size", "Param", "Tensor", "ADT", "TypeVar"}
+    | {"abs", "min", "len", "range"}
+)
 _SIZE_OPS = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -41,6 +46,7 @@ class Declarations:
 
     filename: str
     sizes: dict[str, int] = field(default_factory=dict)
+    consts: dict[str, int | float | bool] = field(default_factory=dict)  # host constants
     type_vars: set[str] = field(default_factory=set)
     params: dict[str, ParamDef] = field(default_factory=dict)
     adts: dict[str, AdtDef] = field(default_factory=dict)
@@ -54,6 +60,7 @@ class Declarations:
         """What ``name`` already denotes at module level, if anything."""
         for kind, table in (
             ("size", self.sizes),
+            ("host constant", self.consts),
             ("parameter", self.params),
             ("type", self.adts),
             ("constructor", self.ctors),
@@ -90,6 +97,13 @@ class Declarations:
         if isinstance(node, ast.Name):
             if node.id in self.sizes:
                 return self.sizes[node.id]
+            if node.id in self.consts:
+                raise AcrobatTypeError(
+                    f"{node.id} is a host constant, not a size",
+                    self.span(node),
+                    hint="dimensions must be sizes: positive ints such as "
+                    f'{node.id} = 16 or {node.id} = Size("{node.id}", 16)',
+                )
             raise AcrobatNameError(
                 f"{node.id!r} is not a size",
                 self.span(node),
@@ -211,9 +225,9 @@ def _call_name(node: ast.expr) -> str | None:
 def _assign(st: ast.Assign, decl: Declarations, sizes: dict[str, int], unused: dict) -> None:
     if len(st.targets) != 1 or not isinstance(st.targets[0], ast.Name):
         raise AcrobatSyntaxError(
-            "module-level assignments declare one size or type variable",
+            "module-level assignments declare one size, host constant or type variable",
             decl.span(st),
-            hint='H = Size("H", 256), C = 16, F = 4 * H or T = TypeVar("T")',
+            hint='H = Size("H", 256), C = 16, F = 4 * H, EPS = 1e-3 or T = TypeVar("T")',
         )
     name = st.targets[0].id
     decl.declare(name, st)
@@ -237,6 +251,16 @@ def _assign(st: ast.Assign, decl: Declarations, sizes: dict[str, int], unused: d
                 hint=f"pass sizes={{'{name}': ...}} or give a default: Size(\"{name}\", 256)",
             )
     else:
+        const = host_constant(st.value)
+        if const is not None and not (type(const) is int and const > 0):
+            if name in sizes:
+                raise AcrobatNameError(
+                    f"{name} is a host constant, not a size: sizes={{...}} cannot bind it",
+                    decl.span(st),
+                    hint=f"change the value in the source, or make {name} a positive int size",
+                )
+            decl.consts[name] = const
+            return
         value = sizes.get(name)
         if value is None:
             value = decl.size_value(st.value)
@@ -244,6 +268,16 @@ def _assign(st: ast.Assign, decl: Declarations, sizes: dict[str, int], unused: d
     if type(value) is not int or value < 1:
         raise AcrobatTypeError(f"size {name} must be a positive int, got {value!r}", decl.span(st))
     decl.sizes[name] = value
+
+
+def host_constant(node: ast.expr) -> int | float | bool | None:
+    """The value of an int/float/bool literal (possibly negated), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = host_constant(node.operand)
+        return -inner if type(inner) in (int, float) else None
+    if isinstance(node, ast.Constant) and type(node.value) in (int, float, bool):
+        return node.value
+    return None
 
 
 def _param(st: ast.AnnAssign, decl: Declarations) -> None:
@@ -328,7 +362,7 @@ _UNSUPPORTED = {
     ast.Global: ("global", "pass values as function arguments"),
     ast.Nonlocal: ("nonlocal", "pass values as function arguments"),
     ast.Lambda: ("lambda", "define a named function with `def`"),
-    ast.For: ("for loops over Python objects", "use map(f, xs), recursion, or for i in range(n)"),
+    ast.For: ("module-level for loops", "loop in a function: for i in range(n): or for x in xs:"),
     ast.AsyncFunctionDef: ("async functions", None),
     ast.AsyncFor: ("async for", None),
     ast.AsyncWith: ("async with", None),

@@ -37,7 +37,7 @@ from acrobat.ir.nodes import (
 )
 from acrobat.ir.ops import REGISTRY
 from acrobat.ir.typecheck import FunctionInference
-from acrobat.ir.types import ScalarType, TensorType, TupleType, Type
+from acrobat.ir.types import FLOAT, INT, AdtType, ScalarType, TensorType, TupleType, Type
 
 # Attributes that may also be passed positionally after the tensor arguments:
 # split(x, 3), slice(x, 0, H), reshape(x, (H, H)), zeros(H), softmax(x, -1), sum(x, 0)
@@ -69,6 +69,23 @@ HOST_BINOPS = {
     ast.FloorDiv: "h.floordiv",
     ast.Mod: "h.mod",
     ast.Pow: "h.pow",
+}
+# Python built-ins on host values: what each accepts, and what to write instead
+HOST_BUILTINS = {
+    "abs": ("one host int or float", "for a tensor write maximum(x, neg(x))"),
+    "min": (
+        "two or more host ints/floats",
+        "min(a, b, ...) compares host numbers; for tensors use minimum(a, b)",
+    ),
+    "max": (
+        "two or more host ints/floats, or a tensor to reduce",
+        "max(a, b, ...) compares host numbers; max(x) or max(x, axis) reduces a tensor; "
+        "maximum(a, b) is the elementwise tensor max",
+    ),
+    "len": (
+        "one List",
+        "len(xs) counts the elements of a List[T]; tensor dimensions are sizes, known statically",
+    ),
 }
 COMPARE = {
     ast.Lt: "h.lt",
@@ -110,6 +127,8 @@ class ExprLowerer:
             return ParamRef(name, span=sp)
         if name in self.decl.sizes:
             return Const(self.decl.sizes[name], span=sp)
+        if name in self.decl.consts:
+            return Const(self.decl.consts[name], span=sp)
         if name in self.decl.functions:
             return GlobalRef(name, span=sp)
         if name in self.decl.ctors:
@@ -263,6 +282,8 @@ class ExprLowerer:
         if name in self.decl.ctors:
             self.no_keywords(node, name)
             return CtorCall(name, tuple(self.expr(a) for a in node.args), span=sp)
+        if name in HOST_BUILTINS:
+            return self.host_builtin(name, node)
         if name in REGISTRY and not name.startswith("h."):
             return self.op_call(name, node)
         if name.startswith("__"):
@@ -280,7 +301,33 @@ class ExprLowerer:
             if isinstance(a, ast.Starred):
                 raise unsupported(a, self.decl)
 
-    def op_call(self, name: str, node: ast.Call) -> Expr:
+    def host_builtin(self, name: str, node: ast.Call) -> Expr:
+        """``abs``/``min``/``max``/``len`` on host values; ``max`` of a tensor is the
+        reduction op, told apart by the type of the first argument."""
+        sp = self.span(node)
+        self.no_starred(node)
+        args = [self.expr(a) for a in node.args[:1]]
+        if name == "max" and args and isinstance(self.type_of(args[0]), TensorType):
+            return self.op_call(name, node, tuple(args))
+        args += [self.expr(a) for a in node.args[1:]]
+        types = [self.type_of(a) for a in args]
+        wants, hint = HOST_BUILTINS[name]
+        if name == "len":
+            fits = len(types) == 1 and isinstance(types[0], AdtType) and types[0].name == "List"
+        else:
+            fits = (len(args) == 1 if name == "abs" else len(args) >= 2) and all(
+                t in (INT, FLOAT) for t in types
+            )
+        if node.keywords or not fits:
+            got = ", ".join(map(str, types)) + ", keywords" * bool(node.keywords)
+            raise AcrobatTypeError(f"{name} takes {wants}, got ({got})", sp, hint=hint)
+        out = fold(OpCall("h." + name, tuple(args[:2]), span=sp))
+        for a in args[2:]:
+            out = fold(OpCall("h." + name, (out, a), span=sp))
+        return out
+
+    def op_call(self, name: str, node: ast.Call, lowered: tuple[Expr, ...] = ()) -> Expr:
+        """A registry op; ``lowered`` are its first arguments, already lowered."""
         op = REGISTRY[name]
         self.no_starred(node)
         n_tensor = len(node.args)
@@ -298,7 +345,7 @@ class ExprLowerer:
             if kw.arg is None or kw.arg in attrs:
                 raise AcrobatSyntaxError(f"bad or repeated keyword in {name}(...)", self.span(kw))
             attrs[kw.arg] = self.attr_value(kw.value)
-        args = tuple(self.expr(a) for a in node.args[:n_tensor])
+        args = lowered + tuple(self.expr(a) for a in node.args[len(lowered) : n_tensor])
         return OpCall(name, args, tuple(sorted(attrs.items())), span=self.span(node))
 
     def no_starred(self, node: ast.Call) -> None:
@@ -307,11 +354,14 @@ class ExprLowerer:
                 raise unsupported(a, self.decl)
 
     def attr_value(self, node: ast.expr) -> Any:
-        """A static attribute: a literal, a size, a negated number or a tuple of them."""
+        """A static attribute: a literal, a size, a host constant, a negated number or a
+        tuple of them."""
         if isinstance(node, ast.Constant) and (
             node.value is None or type(node.value) in (int, float, bool)
         ):
             return node.value
+        if isinstance(node, ast.Name) and node.id in self.decl.consts:
+            return self.decl.consts[node.id]
         if isinstance(node, ast.Tuple):
             return tuple(self.attr_value(e) for e in node.elts)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
@@ -326,7 +376,7 @@ class ExprLowerer:
         raise AcrobatSyntaxError(
             f"{ast.unparse(node)} is not a constant",
             self.span(node),
-            hint="attributes (axis, sections, shape, ...) must be literals or sizes",
+            hint="attributes (axis, sections, shape, ...) must be literals, sizes or host constants",
         )
 
     def parallel(self, node: ast.Call) -> Expr:

@@ -8,8 +8,10 @@ Imperative blocks become nested ``Let`` / ``If`` / ``Match`` expressions:
 * one where only some paths return gets the rest of the block appended to the paths
   that fall through (so an early exit reads naturally).
 
-``while <host cond>`` and ``for i in range(...)`` are lambda-lifted into tail-recursive
-global functions (``<fn>_loop<k>``) that take the loop-carried and free variables.
+``while <host cond>``, ``for i in range(...)`` and ``for x in xs`` (a List) are
+lambda-lifted into tail-recursive global functions (``<fn>_loop<k>``) that take the
+loop-carried and free variables (and, for a list loop, the rest of the list) and return the
+loop-carried ones; a list loop's function matches on the list.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from acrobat.ir.nodes import (
     Var,
 )
 from acrobat.ir.typecheck import FunctionInference, _has_meta
-from acrobat.ir.types import TupleType, Type
+from acrobat.ir.types import AdtType, TupleType, Type
 
 
 @dataclasses.dataclass
@@ -148,12 +150,11 @@ class FunctionLowerer(ExprLowerer):
             elif isinstance(st, ast.While):
                 self.while_loop(st, bindings)
             elif isinstance(st, ast.For):
-                self.for_range(st, bindings)
+                self.for_loop(st, bindings)
             elif isinstance(st, (ast.Break, ast.Continue)):
+                # inside a loop body, no_loop_exits has already said what to write instead
                 raise AcrobatSyntaxError(
-                    f"{type(st).__name__.lower()} is not supported",
-                    self.span(st),
-                    hint="use the loop condition",
+                    f"{type(st).__name__.lower()} outside a loop", self.span(st), hint="remove it"
                 )
             elif isinstance(st, ast.FunctionDef):
                 raise AcrobatSyntaxError(
@@ -342,54 +343,151 @@ class FunctionLowerer(ExprLowerer):
                 sp,
                 hint="loop while a host bool holds (while i < n:), or use recursion",
             )
-        for sub in ast.walk(st):
-            if isinstance(sub, (ast.Return, ast.Break, ast.Continue)):
-                raise AcrobatSyntaxError(
-                    f"{type(sub).__name__.lower()} inside a loop is not supported",
-                    self.span(sub),
-                    hint="express the exit in the loop condition",
-                )
+        self.no_loop_exits(st)
         carried = sorted(assigned_names(st.body) & self.scope.keys())
         free = sorted((read_names([st]) & self.scope.keys()) - set(carried))
+
+        def body(recur: ast.stmt, done: ast.stmt) -> list[ast.stmt]:
+            return [ast.If(st.test, copy.deepcopy(st.body) + [recur], []), done]
+
+        self.lift_loop(st, ([], []), carried, free, body, bindings)
+
+    def for_loop(self, st: ast.For, bindings) -> None:
+        """``for i in range(...)``, or ``for x in xs`` over a List."""
+        self.no_loop_exits(st)
+        if st.orelse:
+            raise AcrobatSyntaxError("for ... else is not supported", self.span(st))
+        if _is_range(st.iter):
+            self.for_range(st, bindings)
+            return
+        xs = self.expr(st.iter)
+        ty = self.type_of(xs)
+        if not (isinstance(ty, AdtType) and ty.name == "List"):
+            raise AcrobatSyntaxError(
+                f"for loops iterate over range(...) or a List, not {ty}",
+                self.span(st),
+                hint="write for i in range(n):, or for x in xs: with xs a List[T]",
+            )
+        self.for_list(st, xs, bindings)
+
+    def no_loop_exits(self, st: ast.While | ast.For) -> None:
+        """Reject break/continue/return in a loop, saying how to write the exit instead
+        (a lifted loop runs until its condition fails)."""
+        for sub in ast.walk(st):
+            fix = _LOOP_EXIT_FIX.get(type(sub))
+            if fix is not None:
+                raise AcrobatSyntaxError(
+                    f"{type(sub).__name__.lower()} is not supported in loops",
+                    self.span(sub),
+                    hint=fix,
+                )
+
+    def for_list(self, st: ast.For, xs: Expr, bindings) -> None:
+        """Lift ``for x in xs:`` into a function matching on the list: ``Cons(x, rest)``
+        runs the body and recurs on ``rest``; ``Nil()`` yields the loop-carried variables."""
+        if not _names_only(st.target):
+            raise AcrobatSyntaxError(
+                "write `for x in xs:` with a name or a tuple of names", self.span(st.target)
+            )
+        # the list, its rest and its head get names the function's source never uses
+        cursor, rest, head = self.hidden_names(("__xs", "__rest", "__x"))
+        if isinstance(xs, Var):
+            self.scope[cursor] = xs.name
+        else:
+            self.bind(bindings, cursor, xs, node=st.iter)
+        targets = {n.id for n in ast.walk(st.target) if isinstance(n, ast.Name)}
+        # a target that exists before the loop is carried: afterwards it holds the last item
+        carried = sorted((assigned_names(st.body) | targets) & self.scope.keys())
+        free = sorted((read_names(st.body) & self.scope.keys()) - set(carried))
+
+        def body(recur: ast.stmt, done: ast.stmt) -> list[ast.stmt]:
+            if isinstance(st.target, ast.Name):
+                item, unpack = st.target.id, []
+            else:
+                item = head
+                unpack = [ast.Assign([copy.deepcopy(st.target)], ast.Name(head, ast.Load()))]
+            cons = ast.MatchClass(
+                ast.Name("Cons", ast.Load()),
+                [ast.MatchAs(name=item), ast.MatchAs(name=rest)],
+                [],
+                [],
+            )
+            nil = ast.MatchClass(ast.Name("Nil", ast.Load()), [], [], [])
+            return [
+                ast.Match(
+                    ast.Name(cursor, ast.Load()),
+                    [
+                        ast.match_case(cons, None, unpack + copy.deepcopy(st.body) + [recur]),
+                        ast.match_case(nil, None, [done]),
+                    ],
+                )
+            ]
+
+        self.lift_loop(st, ([cursor], [rest]), carried, free, body, bindings)
+
+    def hidden_names(self, bases: tuple[str, ...]) -> list[str]:
+        """Source names, one per base, that the function being lowered never uses."""
+        used = {p for p, _ in self.sig.params}
+        for st in self.sig.body:
+            used.update(getattr(n, "id", None) or getattr(n, "name", None) for n in ast.walk(st))
+        out = []
+        for base in bases:
+            name, k = base, 0
+            while name in used:
+                k += 1
+                name = f"{base}{k}"
+            out.append(name)
+        return out
+
+    def lift_loop(self, st, head, carried, free, make_body, bindings) -> None:
+        """Lift a loop into a tail-recursive function ``<fn>_loop<k>`` and bind the
+        ``carried`` variables to what its call returns.
+
+        The function takes ``head[0]`` (for a list loop, the list), then the ``carried`` and
+        ``free`` variables; ``make_body(recur, done)`` builds its body from the statement
+        that recurs (passing ``head[1]``, the rest of the list, in place of ``head[0]``) and
+        the one that returns the carried variables.
+        """
+        sp = self.span(st)
+        params = head[0] + carried + free
         types = []
-        for n in carried + free:
+        for n in params:
             t = self.inf.resolve(self.inf.env[self.scope[n]])
             if _has_meta(t):
+                what = "the list" if n in head[0] else repr(n)
                 raise AcrobatTypeError(
-                    f"cannot infer the type of {n!r} used by the loop",
+                    f"cannot infer the type of {what} used by the loop",
                     sp,
-                    hint="annotate it where it is assigned",
+                    hint="annotate it where it is assigned, e.g. xs: List[Tensor[H]] = Nil()",
                 )
             types.append(t)
         name = self.lift_name()
-        ret = TupleType(tuple(types[: len(carried)]))
-        args = [ast.Name(n, ast.Load()) for n in carried + free]
+        ret = TupleType(tuple(types[len(head[0]) :][: len(carried)]))
+        args = [ast.Name(n, ast.Load()) for n in head[1] + carried + free]
         recur = ast.Return(ast.Call(ast.Name(name, ast.Load()), args, []))
         done = ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in carried], ast.Load()))
-        body = [ast.If(st.test, copy.deepcopy(st.body) + [recur], []), done]
+        body = make_body(recur, done)
         for node in body:
             for sub in ast.walk(node):
-                if not hasattr(sub, "lineno") or sub.lineno is None:
+                if not getattr(sub, "lineno", None):
                     ast.copy_location(sub, st)
-        sig = Signature(name, list(zip(carried + free, types)), ret, body, st)
+        sig = Signature(name, list(zip(params, types)), ret, body, st)
         self.register(sig)
-        call = FnCall(name, tuple(Var(self.scope[n]) for n in carried + free), span=sp)
+        call = FnCall(name, tuple(Var(self.scope[n]) for n in params), span=sp)
         tmp = self.bind(bindings, None, call, node=st)
         for j, n in enumerate(carried):
             self.bind(bindings, n, Proj(Var(tmp), j, span=sp), node=st)
 
     def for_range(self, st: ast.For, bindings) -> None:
+        """``for i in range(n)`` / ``range(a, b)`` as ``i = a`` then ``while i < b:`` with
+        ``i += 1`` at the end of the body."""
         sp = self.span(st)
         it = st.iter
-        if not (
-            isinstance(it, ast.Call)
-            and isinstance(it.func, ast.Name)
-            and it.func.id == "range"
-            and 1 <= len(it.args) <= 2
-            and not it.keywords
-        ):
-            raise unsupported(st, self.decl)
-        if not isinstance(st.target, ast.Name) or st.orelse:
+        if len(it.args) not in (1, 2) or it.keywords:
+            raise AcrobatSyntaxError(
+                "range takes one or two arguments", sp, hint="range(n) or range(start, stop)"
+            )
+        if not isinstance(st.target, ast.Name):
             raise AcrobatSyntaxError("write `for i in range(n):` with a single name", sp)
         start, stop = (ast.Constant(0), it.args[0]) if len(it.args) == 1 else it.args
         i = st.target.id
@@ -464,9 +562,30 @@ def definitely_assigned(stmts: list[ast.stmt]) -> set[str]:
             out |= definitely_assigned(st.body) & definitely_assigned(st.orelse)
         elif isinstance(st, ast.Match) and st.cases:
             out |= set.intersection(*(definitely_assigned(c.body) for c in st.cases))
-        elif isinstance(st, ast.For):
+        elif isinstance(st, ast.For) and _is_range(st.iter):
+            # the range loop's counter is set before the loop; a list may be empty
             out |= {n.id for n in ast.walk(st.target) if isinstance(n, ast.Name)}
     return out
+
+
+def _is_range(it: ast.expr) -> bool:
+    return isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+
+
+def _names_only(target: ast.expr) -> bool:
+    """A loop target is a name or a (nested) tuple of names."""
+    if isinstance(target, ast.Tuple):
+        return all(_names_only(t) for t in target.elts)
+    return isinstance(target, ast.Name)
+
+
+_LOOP_EXIT_FIX = {
+    ast.Break: "put the exit condition in the while test (while i < n and not done:), or write "
+    "the loop as a recursive function that returns early",
+    ast.Continue: "put the rest of the body under an if (if not skip: ...)",
+    ast.Return: "set a variable, end the loop through its condition and return after the loop, "
+    "or write the loop as a recursive function that returns early",
+}
 
 
 def join_names(arms: list[list[ast.stmt]], scope: dict[str, str]) -> tuple[str, ...]:

@@ -23,7 +23,16 @@ from typing import Any
 import numpy as np
 
 from acrobat.errors import AcrobatShapeError, AcrobatTypeError
-from acrobat.ir.types import BOOL, FLOAT, INT, ScalarType, TensorType, TupleType, Type
+from acrobat.ir.types import (
+    BOOL,
+    FLOAT,
+    INT,
+    AdtType,
+    ScalarType,
+    TensorType,
+    TupleType,
+    Type,
+)
 
 REQUIRED = object()
 """Marks an attribute without a default."""
@@ -565,6 +574,44 @@ _HOST_NUMERIC = {
 for _name, _fn in _HOST_NUMERIC.items():
     register(_name, 2, "host", _fn, doc="host scalar " + _name[2:])(_host_numeric(_name))
 register("h.neg", 1, "host", lambda a: -a, doc="host negation")(_host_numeric("h.neg"))
+register("h.abs", 1, "host", abs, doc="host absolute value")(_host_numeric("h.abs"))
+
+
+def _host_extremum(pick):
+    def impl(a, b):
+        # Python's max(3, 2.0) is the int 3; the type rule says float, so say float too
+        r = pick(a, b)
+        return float(r) if type(a) is float or type(b) is float else r
+
+    return impl
+
+
+register("h.min", 2, "host", _host_extremum(min), doc="host minimum of two numbers")(
+    _host_numeric("h.min")
+)
+register("h.max", 2, "host", _host_extremum(max), doc="host maximum of two numbers")(
+    _host_numeric("h.max")
+)
+
+
+def _list_length(xs):
+    n = 0
+    while xs.ctor == "Cons":
+        n, xs = n + 1, xs.fields[1]
+    return n
+
+
+@register("h.len", 1, "host", _list_length, doc="number of elements of a List, on the host")
+def _len_rule(ts, attrs):
+    (t,) = ts
+    if not (isinstance(t, AdtType) and t.name == "List"):
+        raise AcrobatTypeError(
+            f"len: needs a List, got {t}",
+            hint="len(xs) counts the elements of a List[T]; tensor sizes are static",
+        )
+    return INT
+
+
 register("h.and", 2, "host", lambda a, b: a and b, doc="host and")(_host_bool("h.and"))
 register("h.or", 2, "host", lambda a, b: a or b, doc="host or")(_host_bool("h.or"))
 register("h.not", 1, "host", lambda a: not a, doc="host not")(_host_bool("h.not"))
