@@ -30,6 +30,8 @@ class NumpyKernel:
 
 def _sigmoid(x, out=None):
     t = np.negative(x, out=out)
+    if not isinstance(t, np.ndarray):  # a NumPy scalar (an unbatched 0-d value)
+        return np.float32(1.0) / (np.float32(1.0) + np.exp(t))
     np.exp(t, out=t)
     t += 1.0
     return np.reciprocal(t, out=t)
@@ -84,8 +86,9 @@ class IndexOutOfRange(Exception):
 def _ids(idx: np.ndarray, size: int) -> np.ndarray:
     """Check embedding ids (NumPy would wrap negative ids silently)."""
     if idx.size and (idx.min() < 0 or idx.max() >= size):
-        pos = int(np.flatnonzero((idx < 0) | (idx >= size))[0])
-        raise IndexOutOfRange(pos, int(idx[pos]), size)
+        flat = idx.reshape(-1)
+        pos = int(np.flatnonzero((flat < 0) | (flat >= size))[0])
+        raise IndexOutOfRange(pos, int(flat[pos]), size)
     return idx
 
 
@@ -291,11 +294,14 @@ class _KernelGen:
             return f"np.matmul({a}, {b})", anyb
         if name == "embed":
             table, tb, _ = ops[0]
+            idx, ib, _ = ops[1]
+            if isinstance(e.args[1], Const):  # a constant id (the same row for everyone)
+                idx = f"np.asarray({int(e.args[1].value)!r})"
             if tb:  # a table that arrived as a per-instance value: row ids[b] of table b
-                ids = f"_ids({ops[1][0]}, {table}.shape[1])"
+                ids = f"_ids({idx}, {table}.shape[1])"
                 return f"{table}[np.arange(B), {ids}]", True
-            ids = f"_ids({ops[1][0]}, {table}.shape[0])"
-            return f"np.take({table}, {ids}, axis=0{self.slot(e.ty)})", True
+            ids = f"_ids({idx}, {table}.shape[0])"
+            return f"np.take({table}, {ids}, axis=0{self.slot(e.ty) if ib else ''})", ib
         if name == "concat":
             axis = attrs.get("axis", 0)
             rank = ops[0][2]

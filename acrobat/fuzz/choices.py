@@ -70,7 +70,7 @@ class ChoiceSource:
 
     def weighted(self, options: Sequence[tuple[float, T]]) -> T:
         """One of ``options`` drawn by weight; the first is the simplest."""
-        if self.rng is None:
+        if self.rng is None or len(options) == 1:  # a lone option is no choice (as _draw)
             return options[self._draw(len(options))][1]
         total = sum(w for w, _ in options)
         x, acc, k = self.rng.random() * total, 0.0, len(options) - 1
