@@ -74,7 +74,12 @@ class ExprGen:
             opts.append((1, self.t_transpose))
         opts += [(2, self.t_reduce), (1, self.t_create), (1, self.t_ifexp), (1, self.t_call)]
         opts.append((1, self.t_proj))
-        return self.src.weighted(opts)(s, ctx, d - 1)
+        return self.pick(opts)(s, ctx, d - 1)
+
+    def pick(self, opts):
+        """``weighted``, but a lone option is taken without a draw: ChoiceSource.weighted
+        records a draw for it from an RNG yet none on replay, so replays would drift."""
+        return opts[0][1] if len(opts) == 1 else self.src.weighted(opts)
 
     def ops(self, *names: str) -> None:
         self.feat.update("op:" + n for n in names)
@@ -89,7 +94,7 @@ class ExprGen:
         opts += [(1, "create"), (3, "weight")] if s else [(1, "create")]
         if others:
             opts.append((3, "adapt"))
-        k = self.src.weighted(opts)
+        k = self.pick(opts)
         if k == "var":
             return self.src.choice(vs)
         if k == "weight":
@@ -355,8 +360,14 @@ class ExprGen:
         vs = self.vars_of(ctx, INT)
         opts = [(4, "leaf")]
         if d > 0:
-            opts += [(2, "arith"), (1, "mod"), (1, "argmax"), (1, "ifexp")]
-        k = self.src.weighted(opts)
+            opts += [(2, "arith"), (1, "mod"), (1, "argmax"), (1, "ifexp"), (1, "neg")]
+        k = self.pick(opts)
+        if index and k != "leaf":
+            self.ops("h.mod")
+            return f"({self._int(k, ctx, d, vs)} % V)"
+        return self._int(k, ctx, d, vs, index)
+
+    def _int(self, k, ctx, d, vs, index=False) -> str:
         if k == "leaf":
             if vs and (index or self.src.boolean(0.8)):
                 return self.src.choice(vs)
@@ -375,6 +386,11 @@ class ExprGen:
             return f"({self.integer(ctx, d - 1)} {sym} {'V' if index else n})"
         if k == "argmax":
             return self.argmax(ctx, d - 1)
+        if k == "neg":
+            op, text = self.src.choice([("h.neg", "(-{})"), ("h.pow", "({} ** 2)")])
+            self.feat.add("host:int_arith")
+            self.ops(op)
+            return text.format(self.integer(ctx, d - 1))
         self.feat.add("expr:ifexp")
         a, b = self.integer(ctx, d - 1, index), self.integer(ctx, d - 1, index)
         return f"({a} if {self.boolean(ctx, d - 1)} else {b})"
@@ -396,7 +412,7 @@ class ExprGen:
         opts = [(4, "leaf")]
         if d > 0:
             opts += [(2, "arith"), (2, "item"), (1, "int")]
-        k = self.src.weighted(opts)
+        k = self.pick(opts)
         if k == "leaf":
             if vs and self.src.boolean(0.8):
                 return self.src.choice(vs)
@@ -419,7 +435,7 @@ class ExprGen:
             opts += [(1, "fcmp"), (2, "item"), (1, "argmax")]
         if d > 0:
             opts += [(1, "not"), (1, "andor")]
-        k = self.src.weighted(opts)
+        k = self.pick(opts)
         cmp = self.src.choice([("<", "h.lt"), ("<=", "h.le"), (">", "h.gt"), (">=", "h.ge")])
         if k == "leaf":
             return self.src.choice(vs) if vs else self.src.choice(["True", "False"])

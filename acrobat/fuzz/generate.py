@@ -85,6 +85,7 @@ class _Gen(ExprGen):
         self.may_consume = True
         self.helper_depth = 0
         self.frozen: set[str] = set()  # loop counters: never reassigned
+        self.early_in_main = False
 
     # -- names and text --------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -180,7 +181,7 @@ class _Gen(ExprGen):
         if depth > 0:
             opts += [(3, "List"), (1, "Option"), (3, "Tree"), (1, "Rose"), (1, "Pair")]
             opts += [(1, "Chain")]
-        k = self.src.weighted(opts)
+        k = self.pick(opts)
         if k == "tensor":
             return TensorType(self.shape() if self.src.boolean(0.4) else (self.sizes["H"],))
         if k in ("int", "float", "bool"):
@@ -324,14 +325,14 @@ class _Gen(ExprGen):
                 opts.append((2, "match"))
         if top and not loop:
             opts.append((1, "early"))
-        if main:
+        if main and not self.early_in_main:
             opts.append((1, "phase"))
         if lists:
             opts.append((2, "map"))
         if adts and self.may_consume:
             opts.append((3, "consume"))
         opts.append((1, "parallel"))
-        k = self.src.weighted(opts)
+        k = self.pick(opts)
         if k == "assign":
             t = self.local_type(ctx)
             v = self.fresh("v")
@@ -351,6 +352,7 @@ class _Gen(ExprGen):
             self.join(k, ctx, lines, ind, ret, d, loop, adts)
         elif k == "early":
             self.feat.add("stmt:early_return")
+            self.early_in_main |= main  # what follows is no longer at main's top level
             lines.append(f"{ind}if {self.boolean(ctx, d)}:")
             arm = list(ctx)
             self.stmts(arm, lines, ind + "    ", self.src.integer(0, 1), ret)
@@ -517,7 +519,9 @@ class _Gen(ExprGen):
         n, t = self.src.choice(lists)
         elem = t.args[0]
         extra = [(self.fresh("a"), self.src.choice(ctx))] if self.src.boolean(0.3) else []
-        ret = self.src.weighted([(4, TensorType((self.sizes["H"],))), (1, TensorType(self.shape()))])
+        ret = self.src.weighted(
+            [(4, TensorType((self.sizes["H"],))), (1, TensorType(self.shape()))]
+        )
         ret = ret if self.src.boolean(0.8) else TupleType((ret, INT))
         if self.helper_depth >= MAX_HELPER_DEPTH or len(self.funcs) >= MAX_FUNCTIONS:
             return
@@ -537,7 +541,9 @@ class _Gen(ExprGen):
     def parallel(self, ctx, lines, ind) -> None:
         calls, rets = [], []
         for _ in range(self.src.integer(2, 3)):
-            r = self.src.weighted([(4, TensorType((self.sizes["H"],))), (1, TensorType(self.shape()))])
+            r = self.src.weighted(
+                [(4, TensorType((self.sizes["H"],))), (1, TensorType(self.shape()))]
+            )
             c = self.helper(ctx, r)
             if c is None:
                 return
@@ -578,7 +584,9 @@ class _Gen(ExprGen):
         out += [f"{n} = {s}" for n, s in self.size_src.items()]
         if any(self.adts[a][0] for a in self.declared):
             out.append('T = TypeVar("T")')
-        out += [f"{n}: Param[{', '.join(self.dim_text(x) for x in s)}]" for n, s in self.params.items()]
+        out += [
+            f"{n}: Param[{', '.join(self.dim_text(x) for x in s)}]" for n, s in self.params.items()
+        ]
         for a in self.declared:
             tps, ctors = self.adts[a]
             out.append(f"\n\nclass {a}(ADT{'[T]' if tps else ''}):")
