@@ -16,7 +16,7 @@ import numpy as np
 
 from acrobat.codegen import ident
 from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
-from acrobat.ir.types import FLOAT, TensorType
+from acrobat.ir.types import FLOAT, TensorType, TupleType
 
 
 @dataclass(frozen=True)
@@ -211,11 +211,17 @@ class _KernelGen:
         for b in body.bindings if isinstance(body, Let) else ():
             self.bind(b.var, b.value)
         outs = body.body if isinstance(body, Let) else body
-        fields = outs.fields if isinstance(outs, TupleExpr) else (outs,)
+        types = f.ret.fields if isinstance(f.ret, TupleType) else (f.ret,)
+        if isinstance(outs, TupleExpr):
+            items = [self.operand(o) for o in outs.fields]
+        elif isinstance(f.ret, TupleType):  # a tuple-valued variable (e.g. a split)
+            parts = getattr(self, "tuple_parts", {}).get(outs.name)
+            whole = self.name(outs.name)
+            items = parts or [(f"{whole}[{j}]", self.batched[outs.name]) for j in range(len(types))]
+        else:
+            items = [self.operand(outs)]
         results = []
-        for o in fields:
-            code, batched, _ = self.operand(o)
-            ty = o.ty
+        for (code, batched, *_), ty in zip(items, types):
             if not batched:
                 code = f"np.broadcast_to({code}, (B,) + {tuple(ty.shape)!r})"
             results.append(code)

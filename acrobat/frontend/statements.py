@@ -78,6 +78,7 @@ class FunctionLowerer(ExprLowerer):
         self.used: set[str] = set()
         self.scope = {}
         self.top_level = {id(s) for s in sig.body}
+        self.branch_depth = 0  # > 0 while lowering the arms of an if/match
         self.join_type: Type | None = None  # type of the join tuple of the branches so far
 
     # -- names ------------------------------------------------------------------------
@@ -191,12 +192,14 @@ class FunctionLowerer(ExprLowerer):
     def in_branch(self, stmts: list[ast.stmt], join, setup=None) -> Expr:
         """Lower a branch in a copy of the current scope."""
         saved = dict(self.scope)
+        self.branch_depth += 1
         try:
             if setup is not None:
                 setup()
             return self.block(stmts, join)
         finally:
             self.scope = saved
+            self.branch_depth -= 1
 
     def branching(self, st, rest, join, bindings) -> Expr | None:
         """Lower an if/match; return the block's value if it ends the block."""
@@ -327,6 +330,14 @@ class FunctionLowerer(ExprLowerer):
                     "phase() may only appear at the top level of the entry function",
                     self.span(st),
                     hint="move phase() out of branches, loops and helper functions into main",
+                )
+            if self.branch_depth:  # top level in the source, but after an early return
+                raise AcrobatPhaseError(
+                    "phase() cannot follow an if/match that may return early: the rest of "
+                    "main then runs inside that branch",
+                    self.span(st),
+                    hint="put phase() before the early return, or make the if/match end "
+                    "main on every path",
                 )
             self.bind(bindings, None, Phase(span=self.span(st)), node=st)
             return

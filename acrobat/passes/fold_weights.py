@@ -61,7 +61,8 @@ class FoldWeightExpressions:
                             *(value_of(a, env) for a in v.args), **dict(v.attrs)
                         )
                         name = _fresh(ctx.params, "_fold")
-                        ctx.params[name] = np.ascontiguousarray(value, dtype=v.ty.dtype)
+                        # np.array, not ascontiguousarray: that makes a 0-d value 1-d
+                        ctx.params[name] = np.array(value, dtype=v.ty.dtype, order="C")
                         new_params.append(ParamDef(name, v.ty))
                         cache[key] = name
                         ctx.note(

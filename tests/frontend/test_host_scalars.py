@@ -63,3 +63,20 @@ def test_an_int_beyond_int64_scaling_a_tensor_is_a_typed_error_in_both():
     with pytest.raises(acrobat.InstanceError) as err:
         acrobat.run(acrobat.compile(m, {}), xs)
     assert err.value.index == 1
+
+
+def test_phase_after_an_early_return_is_refused_by_the_frontend():
+    """The rest of main after `if ...: return` runs inside the branch, where the compiler
+    would refuse phase(); the frontend says so first, with the line."""
+    src = """
+    H = Size("H", 3)
+    def main(x: Tensor[H], n: int) -> Tensor[H]:
+        if n > 2:
+            return x
+        phase()
+        return tanh(x)
+    """
+    with pytest.raises(acrobat.AcrobatPhaseError) as err:
+        acrobat.parse(textwrap.dedent(src))
+    assert err.value.line == 6
+    assert "early" in err.value.message
