@@ -1,0 +1,105 @@
+"""The fuzzer itself: the CI budget campaign (fixed seed), Hypothesis-driven programs,
+the shrinker, and the command line (exit codes, minimized cases saved and re-checkable)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import acrobat.fuzz.campaign as campaign
+from acrobat.fuzz.__main__ import main as fuzz_main
+from acrobat.fuzz.cases import load
+from acrobat.fuzz.check import Failure, check_program
+from acrobat.fuzz.choices import ChoiceSource, shrink
+
+CI_PROGRAMS = 200  # about 1-2 minutes here; `python -m acrobat.fuzz --minutes N` for more
+
+
+def test_ci_budget_campaign_finds_nothing():
+    """A few hundred generated programs, each under every policy and option set."""
+    report = campaign.run_campaign(seed=20261130, programs=CI_PROGRAMS)
+    assert not report.failures, "\n".join(str(f) for f, _ in report.failures)
+    assert report.programs + report.slow == CI_PROGRAMS and report.slow <= 2
+    assert report.runs >= 40 * report.programs  # 4 policies x 10 option sets, at least
+    assert "fiber" in report.features and "mix:parallel_fiber_nonfiber" in report.features
+
+
+class DataChoices(ChoiceSource):
+    """Choices drawn from Hypothesis, so Hypothesis shrinks failing programs itself."""
+
+    def __init__(self, data):
+        super().__init__(prefix=[])
+        self.data = data
+
+    def _draw(self, n: int) -> int:
+        if n <= 1:
+            return 0
+        v = self.data.draw(st.integers(0, n - 1))
+        self.choices.append(v)
+        return v
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_hypothesis_driven_programs_pass_the_differential_check(data):
+    drawn = campaign.draw_case(DataChoices(data))
+    result = check_program(drawn.source, drawn.instances)
+    assert result.ok, "\n".join(map(str, result.failures)) + "\n" + drawn.source
+
+
+def test_shrink_finds_a_minimal_choice_sequence():
+    """Fails when the sum of the choices is at least 10: the minimum is one choice, 10."""
+    big = ChoiceSource(seed=3)
+    for _ in range(40):
+        big.integer(0, 20)
+    assert sum(big.choices) >= 10
+    assert shrink(big.choices, lambda c: sum(c) >= 10) == [10]
+
+
+def test_replayed_prefix_reads_zeros_past_its_end():
+    src = ChoiceSource(prefix=[2])
+    assert (src.integer(0, 5), src.integer(3, 9), src.choice("abc")) == (2, 3, "a")
+    assert src.choices == [2, 0, 0]
+
+
+def test_cli_saves_a_minimized_failure_and_exits_1(tmp_path, monkeypatch, capsys):
+    """A stand-in contract breach (any program that calls tanh) is shrunk, saved, and the
+    saved case still shows it; the run exits 1 and its last line is the summary."""
+    real = campaign.check_program
+
+    def breach(source, instances, **kw):
+        result = real(source, instances, **kw)
+        if "tanh(" in source:
+            result.failures.append(Failure("mismatch", "stand-in", "the program calls tanh"))
+        return result
+
+    monkeypatch.setattr(campaign, "check_program", breach)
+    code = fuzz_main(["--programs", "12", "--seed", "5", "--out", str(tmp_path), "--quiet"])
+    out = capsys.readouterr().out.strip().splitlines()
+    assert code == 1
+    assert out[-1].startswith("fuzz: ") and "failures" in out[-1]
+    saved = sorted(tmp_path.glob("*.json"))
+    assert saved
+    for path in saved:
+        case = load(path)
+        assert "tanh(" in case.source
+        assert json.loads(path.read_text())["note"].startswith("mismatch")
+        # minimized: no bigger than any failing program the campaign met
+        assert len(case.source) < 4000
+
+
+def test_cli_clean_run_exits_0(tmp_path, capsys):
+    code = fuzz_main(["--programs", "3", "--seed", "1", "--out", str(tmp_path), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "programs/s" in out.splitlines()[-1]
+    assert not list(tmp_path.glob("*.json"))
+
+
+@pytest.mark.parametrize("minutes", [0.0])
+def test_cli_minutes_bound_stops(minutes, tmp_path, capsys):
+    assert fuzz_main(["--minutes", str(minutes), "--out", str(tmp_path), "--quiet"]) == 0
+    assert "0 programs" in capsys.readouterr().out.splitlines()[-1]
