@@ -84,3 +84,47 @@ def test_saved_case_on_emulated_cuda(path, tmp_path):
         return
     res = runtime.run(case.instances, "acrobat", "off", None)
     assert_outputs_equal(res.outputs, [v for _, v in refs], case.name)
+
+
+def _generated(n: int, seed: int = 77):
+    from acrobat.fuzz.campaign import draw_case
+    from acrobat.fuzz.choices import ChoiceSource
+
+    return [draw_case(ChoiceSource(seed=seed * 1000 + i)) for i in range(n)]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_generated_programs_compile_to_ptx(tmp_path):
+    """A sample of fuzzed programs: every kernel plan, default options and fusion off."""
+    progs = []
+    for drawn in _generated(30):
+        module = acrobat.parse(drawn.source)
+        params = acrobat.init_params(module, 0)
+        progs.append(acrobat.compile(module, params))
+        progs.append(
+            acrobat.compile(module, params, options=acrobat.CompileOptions().without("fusion"))
+        )
+    assert compile_programs_to_ptx(progs, tmp_path) > 50
+
+
+@pytest.mark.skipif(GXX is None, reason="g++ is not installed")
+@pytest.mark.parametrize("k", range(8))
+def test_generated_program_on_emulated_cuda(k, tmp_path):
+    """What the generated CUDA computes equals the reference, on fuzzed programs too."""
+    drawn = _generated(8, seed=78)[k]
+    module = acrobat.parse(drawn.source)
+    params = acrobat.init_params(module, 0)
+    prog = acrobat.compile(module, params)
+    _plans(prog)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(run_module, "get_backend", lambda name: EmulatedCudaBackend(prog, tmp_path))
+        runtime = run_module.Runtime(prog, "cuda-emulated")
+    refs, _ = reference(module, params, drawn.instances)
+    failing = {i for i, (status, _) in enumerate(refs) if status != "ok"}
+    if failing:
+        with pytest.raises(acrobat.InstanceError) as err:
+            runtime.run(drawn.instances, "acrobat", "off", None)
+        assert err.value.index in failing
+        return
+    res = runtime.run(drawn.instances, "acrobat", "off", None)
+    assert_outputs_equal(res.outputs, [v for _, v in refs], f"generated program {k}")
