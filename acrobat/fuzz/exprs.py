@@ -71,7 +71,7 @@ class ExprGen(HostGen):
         if r >= 2:
             opts.append((1, self.t_transpose))
         opts += [(2, self.t_reduce), (1, self.t_create), (1, self.t_ifexp), (1, self.t_call)]
-        opts.append((1, self.t_proj))
+        opts += [(1, self.t_proj), (2, self.t_scalar)]
         return self.pick(opts)(s, ctx, d - 1)
 
     def pick(self, opts):
@@ -165,6 +165,23 @@ class ExprGen(HostGen):
         self.ops(*ops)
         self.feat.add("bcast:literal")
         return tmpl.format(self.tensor(s, ctx, d))
+
+    def t_scalar(self, s, ctx, d) -> str:
+        """A tensor and a small host int or float: ``x * s``, ``s * x``, ``x / n``, ``x + s``,
+        ``x - n`` (the frontend makes the host value a ``scalar`` op)."""
+        x = self.tensor(s, ctx, d)
+        form = self.src.choice(["x * s", "s * x", "x / n", "x + s", "x - n", "x * n"])
+        op = {"*": "mul", "/": "div", "+": "add", "-": "sub"}[form.split()[1]]
+        if form.endswith("n"):
+            h, literal = self.tame_int(ctx, d, positive=form == "x / n"), False
+        else:
+            h, literal = self.tame_real(ctx, d)
+        self.ops(op)
+        if not literal:
+            self.ops("scalar")
+            self.feat.add("bcast:host_scalar")
+        a, sym, _ = form.split()
+        return f"({x} {sym} {h})" if a == "x" else f"({h} {sym} {x})"
 
     def matrix(self, s, ctx) -> str:
         """A 2-d operand of dense: usually a weight, sometimes a variable (a weight

@@ -85,6 +85,7 @@ class _Gen(ExprGen, StmtGen):
         self.helper_depth = 0
         self.frozen: set[str] = set()  # loop counters: never reassigned
         self.early_in_main = False
+        self.consts: dict[str, tuple[Type, str]] = {}  # host constants: type, literal
 
     # -- names and text --------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -194,6 +195,10 @@ class _Gen(ExprGen, StmtGen):
         self.feat.add({"List": "adt:list", "Option": "adt:option"}.get(k, "adt:generic"))
         if k in ("List", "Chain"):
             self.feat.add("adt:recursive")
+        if k == "List" and self.src.boolean(0.25):
+            h = TensorType((self.sizes["H"],))
+            pair = self.src.choice([(h, INT), (INT, FLOAT), (h, h)])
+            return AdtType(k, (TupleType(pair),))
         return AdtType(k, (self.gen_type(depth - 1),))
 
     # -- functions -------------------------------------------------------------------
@@ -322,6 +327,8 @@ class _Gen(ExprGen, StmtGen):
             opts += [(2, "if"), (1, "while"), (1, "for")]
             if adts:
                 opts.append((2, "match"))
+            if lists:
+                opts.append((3, "for_list"))
         if top and not loop:
             opts.append((1, "early"))
         if main and not self.early_in_main:
@@ -358,6 +365,8 @@ class _Gen(ExprGen, StmtGen):
             lines.append(f"{ind}    return {self.value(ret, arm, d, loop)}")
         elif k in ("while", "for"):
             self.loop(k, ctx, lines, ind, ret, d)
+        elif k == "for_list":
+            self.for_list(ctx, lines, ind, ret, d, lists)
         elif k == "phase":
             self.feat.add("phase")
             lines.append(f"{ind}phase()")
@@ -415,6 +424,7 @@ class _Gen(ExprGen, StmtGen):
         self.mixes()
         out = []
         out += [f"{n} = {s}" for n, s in self.size_src.items()]
+        out += [f"{n} = {v}" for n, (_, v) in self.consts.items()]
         if any(self.adts[a][0] for a in self.declared):
             out.append('T = TypeVar("T")')
         out += [

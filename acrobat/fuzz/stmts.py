@@ -143,6 +143,48 @@ class StmtGen:
             lines.append(f"{ind}    pass")
         ctx.append((i, INT))
 
+    def for_list(self, ctx, lines, ind, ret, d, lists) -> None:
+        """``for x in xs:`` (or ``for a, b in pairs:``) over a List in scope, carrying
+        tensors (squashed, as in an RNN: ``h = tanh(dense(x, W) + h)``)."""
+        n, t = self.src.choice(lists)
+        elem = t.args[0]
+        self.feat.add("stmt:for_list")
+        if isinstance(elem, TupleType) and self.src.boolean(0.7):
+            self.feat.add("stmt:for_tuple_target")
+            names = [self.fresh("e") for _ in elem.fields]
+            bound = list(zip(names, elem.fields))
+            target = ", ".join(names)
+        else:
+            target = self.fresh("e")
+            bound = [(target, elem)]
+        self.frozen.update(v for v, _ in bound)
+        lines.append(f"{ind}for {target} in {n}:")
+        arm = list(ctx) + bound
+        n0 = len(lines)
+        tg = [c for c in self.targets(ctx) if isinstance(c[1], TensorType)]
+        self.stmts(arm, lines, ind + "    ", self.src.integer(0, 2), ret, loop=True)
+        for v, vt in tg:
+            lines.append(f"{ind}    {v} = {self.carry(v, vt, bound, arm, d)}")
+        if self.src.boolean(0.3):
+            ints = [v for v, vt in ctx if vt == INT and v not in self.frozen]
+            if ints:
+                self.ops("h.add")
+                lines.append(f"{ind}    {self.src.choice(ints)} += 1")
+        if len(lines) == n0:
+            lines.append(f"{ind}    pass")
+
+    def carry(self, v, vt, bound, arm, d) -> str:
+        """The new value of a loop-carried tensor ``v``: random, or an RNN step on an item
+        of the list."""
+        items = [x for x, xt in bound if isinstance(xt, TensorType) and len(xt.shape) == 1]
+        if len(vt.shape) == 1 and items and self.src.boolean(0.5):
+            self.feat.add("stmt:rnn_step")
+            self.ops("dense", "add", "tanh")
+            x = self.src.choice(items)
+            w = self.weight((vt.shape[0], dict(bound)[x].shape[0]))
+            return f"tanh(dense({x}, {w}) + {v})"
+        return self.value(vt, arm, d, squash=True)
+
     def map_stmt(self, ctx, lines, ind, lists, d) -> None:
         n, t = self.src.choice(lists)
         elem = t.args[0]
