@@ -10,7 +10,8 @@ every instance by construction:
 * other functions ("helpers") are created on demand, each only calling newer helpers, and
   helpers reachable from a consumer never call consumers;
 * loops run ``for i in range(n)`` / ``while k < n`` with a counter and small host bounds
-  (instance ints enter bounds only as ``n % 3``).
+  (instance ints enter bounds only as ``n % 3``), or ``for x in xs`` over a List in scope
+  (statements in :mod:`acrobat.fuzz.stmts`, host values in :mod:`acrobat.fuzz.hosts`).
 
 ``generate_instances`` (in :mod:`acrobat.fuzz.instances`) draws inputs for a parsed module.
 """
