@@ -10,7 +10,8 @@ every instance by construction:
 * other functions ("helpers") are created on demand, each only calling newer helpers, and
   helpers reachable from a consumer never call consumers;
 * loops run ``for i in range(n)`` / ``while k < n`` with a counter and small host bounds
-  (instance ints enter bounds only as ``n % 3``).
+  (instance ints enter bounds only as ``n % 3``), or ``for x in xs`` over a List in scope
+  (statements in :mod:`acrobat.fuzz.stmts`, host values in :mod:`acrobat.fuzz.hosts`).
 
 ``generate_instances`` (in :mod:`acrobat.fuzz.instances`) draws inputs for a parsed module.
 """
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from acrobat.fuzz.choices import ChoiceSource
 from acrobat.fuzz.exprs import Ctx, ExprGen
 from acrobat.fuzz.instances import generate_instances
+from acrobat.fuzz.stmts import MAX_FUNCTIONS, MAX_HELPER_DEPTH, StmtGen
 from acrobat.ir.types import (
     BOOL,
     FLOAT,
@@ -38,8 +40,6 @@ from acrobat.ir.types import (
 __all__ = ["GeneratedProgram", "generate_program", "generate_instances"]
 
 _TP = TypeParam("T")
-MAX_FUNCTIONS = 14
-MAX_HELPER_DEPTH = 3
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def generate_program(src: ChoiceSource) -> GeneratedProgram:
     return GeneratedProgram(text, frozenset(g.feat))
 
 
-class _Gen(ExprGen):
+class _Gen(ExprGen, StmtGen):
     def __init__(self, src: ChoiceSource):
         self.src = src
         self.feat: set[str] = set()
@@ -86,6 +86,7 @@ class _Gen(ExprGen):
         self.helper_depth = 0
         self.frozen: set[str] = set()  # loop counters: never reassigned
         self.early_in_main = False
+        self.consts: dict[str, tuple[Type, str]] = {}  # host constants: type, literal
 
     # -- names and text --------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -195,6 +196,10 @@ class _Gen(ExprGen):
         self.feat.add({"List": "adt:list", "Option": "adt:option"}.get(k, "adt:generic"))
         if k in ("List", "Chain"):
             self.feat.add("adt:recursive")
+        if k == "List" and self.src.boolean(0.25):
+            h = TensorType((self.sizes["H"],))
+            pair = self.src.choice([(h, INT), (INT, FLOAT), (h, h)])
+            return AdtType(k, (TupleType(pair),))
         return AdtType(k, (self.gen_type(depth - 1),))
 
     # -- functions -------------------------------------------------------------------
@@ -323,6 +328,8 @@ class _Gen(ExprGen):
             opts += [(2, "if"), (1, "while"), (1, "for")]
             if adts:
                 opts.append((2, "match"))
+            if lists:
+                opts.append((3, "for_list"))
         if top and not loop:
             opts.append((1, "early"))
         if main and not self.early_in_main:
@@ -359,6 +366,8 @@ class _Gen(ExprGen):
             lines.append(f"{ind}    return {self.value(ret, arm, d, loop)}")
         elif k in ("while", "for"):
             self.loop(k, ctx, lines, ind, ret, d)
+        elif k == "for_list":
+            self.for_list(ctx, lines, ind, ret, d, lists)
         elif k == "phase":
             self.feat.add("phase")
             lines.append(f"{ind}phase()")
@@ -389,172 +398,6 @@ class _Gen(ExprGen):
             return self.src.choice(adts)
         return TensorType(self.shape())
 
-    def aug(self, ctx, lines, ind, d, loop) -> None:
-        cands = [(n, t) for n, t in ctx if isinstance(t, TensorType) or t in (INT, FLOAT)]
-        cands = [c for c in cands if c[0] not in self.frozen]
-        if not cands:
-            return
-        n, t = self.src.choice(cands)
-        self.feat.add("stmt:augassign")
-        if t == INT:
-            self.feat.add("host:int_arith")
-            self.ops("h.add")
-            lines.append(f"{ind}{n} += {self.src.integer(1, 2)}")
-            return
-        if t == FLOAT:
-            self.feat.add("host:float_arith")
-            self.ops("h.mul")
-            lines.append(f"{ind}{n} *= 0.5")
-            return
-        s = t.shape
-        sym, op = self.src.choice([("+", "add"), ("-", "sub"), ("*", "mul")])
-        self.ops(op)
-        rhs = self.tensor(self.variant(s) if s else s, ctx, d)
-        if loop:
-            self.ops("tanh")
-            lines.append(f"{ind}{n} = tanh({n} {sym} {rhs})")
-        else:
-            lines.append(f"{ind}{n} {sym}= {rhs}")
-
-    def unpack(self, ctx, lines, ind, d) -> None:
-        self.feat.add("stmt:tuple_unpack")
-        a, b = self.fresh("u"), self.fresh("u")
-        k = self.src.choice(["split", "tuple", "call"])
-        s = self.shape(self.src.integer(1, 2))
-        t1 = t2 = TensorType(s)
-        if k == "split":
-            self.ops("split")
-            rhs = f"split({self.tensor((s[0] * 2,) + s[1:], ctx, d)}, 2)"
-        else:
-            t2 = self.src.choice([TensorType(self.shape()), INT, FLOAT])
-            tt = TupleType((t1, t2))
-            rhs = (self.helper(ctx, tt) if k == "call" else None) or self.value(tt, ctx, d)
-        lines.append(f"{ind}{a}, {b} = {rhs}")
-        ctx += [(a, t1), (b, t2)]
-
-    def targets(self, ctx) -> list[tuple[str, Type]]:
-        cands = [(n, t) for n, t in ctx if isinstance(t, (TensorType, ScalarType))]
-        cands = [c for c in cands if c[0] not in self.frozen]
-        out: list[tuple[str, Type]] = []
-        for _ in range(self.src.integer(0, 2) if cands else 0):
-            c = self.src.choice(cands)
-            if c not in out:
-                out.append(c)
-        return out
-
-    def join(self, k, ctx, lines, ind, ret, d, loop, adts) -> None:
-        """A non-returning if/match: every arm reassigns the same variables (same types),
-        and sometimes defines a new one."""
-        tg = self.targets(ctx)
-        new = []
-        if self.src.boolean(0.4):
-            new = [(self.fresh("j"), TensorType(self.shape()))]
-        arms: list[tuple[str, Ctx]] = []
-        if k == "if":
-            self.feat.add("stmt:if")
-            lines.append(f"{ind}if {self.boolean(ctx, d)}:")
-            arms.append(("", list(ctx)))
-            if new or self.src.boolean(0.7):
-                arms.append((f"{ind}else:", list(ctx)))
-        else:
-            self.feat.add("stmt:match")
-            n, t = self.src.choice(adts)
-            lines.append(f"{ind}match {n}:")
-            ctors = self.ctors(t)
-            wild = len(ctors) >= 2 and self.src.boolean(0.3)
-            for j, (c, fields) in enumerate(ctors):
-                if wild and j == len(ctors) - 1:
-                    self.feat.add("match:wildcard")
-                    arms.append((f"{ind}    case _:", list(ctx)))
-                    continue
-                fn = [self.fresh("y") if self.src.boolean(0.8) else "_" for _ in fields]
-                arm = list(ctx) + [(a, f) for a, f in zip(fn, fields) if a != "_"]
-                arms.append((f"{ind}    case {c}({', '.join(fn)}):", arm))
-        inner = ind + ("        " if k == "match" else "    ")
-        for head, arm in arms:
-            if head:
-                lines.append(head)
-            n0 = len(lines)
-            self.stmts(arm, lines, inner, self.src.integer(0, 2), ret, loop=loop)
-            for v, t in tg + new:
-                lines.append(f"{inner}{v} = {self.value(t, arm, d, loop)}")
-            if len(lines) == n0:
-                lines.append(f"{inner}pass")
-        ctx += new
-
-    def loop(self, k, ctx, lines, ind, ret, d) -> None:
-        ints = self.vars_of(ctx, INT)
-        bound = str(self.src.integer(1, 3))
-        if ints and self.src.boolean(0.5):
-            bound = f"{self.src.choice(ints)} % {self.src.integer(2, 4)}"
-            self.ops("h.mod")
-        i = self.fresh("i")
-        self.frozen.add(i)
-        if k == "for":
-            self.feat.add("stmt:for_range")
-            lines.append(f"{ind}for {i} in range({bound}):")
-        else:
-            self.feat.add("stmt:while")
-            self.ops("h.lt")
-            lines.append(f"{ind}{i} = 0")
-            cond = f"{i} < {bound}"
-            if self.src.boolean(0.4):
-                self.ops("h.and")
-                cond += f" and {self.boolean(ctx, 1)}"
-            lines.append(f"{ind}while {cond}:")
-        arm = list(ctx) + [(i, INT)]
-        n0 = len(lines)
-        tg = [c for c in self.targets(ctx) if c[1] != INT]
-        self.stmts(arm, lines, ind + "    ", self.src.integer(0, 2), ret, loop=True)
-        for v, t in tg:
-            lines.append(f"{ind}    {v} = {self.value(t, arm, d, squash=True)}")
-        if k == "while":
-            self.ops("h.add")
-            lines.append(f"{ind}    {i} += 1")
-        elif len(lines) == n0:
-            lines.append(f"{ind}    pass")
-        ctx.append((i, INT))
-
-    def map_stmt(self, ctx, lines, ind, lists, d) -> None:
-        n, t = self.src.choice(lists)
-        elem = t.args[0]
-        extra = [(self.fresh("a"), self.src.choice(ctx))] if self.src.boolean(0.3) else []
-        ret = self.src.weighted(
-            [(4, TensorType((self.sizes["H"],))), (1, TensorType(self.shape()))]
-        )
-        ret = ret if self.src.boolean(0.8) else TupleType((ret, INT))
-        if self.helper_depth >= MAX_HELPER_DEPTH or len(self.funcs) >= MAX_FUNCTIONS:
-            return
-        f = self.fresh("m")
-        params = [(self.fresh("p"), elem)] + [(p, e[1]) for p, e in extra]
-        self.helper_depth += 1
-        self.function(f, params, ret, lambda c, ls: self.body(c, ls, ret, 2, 1))
-        self.helper_depth -= 1
-        self.call(f)
-        self.feat.add("expr:map")
-        self.sites.append(("map", [f]))
-        v = self.fresh("ys")
-        args = ", ".join([f, n] + [e[0] for _, e in extra])
-        lines.append(f"{ind}{v} = map({args})")
-        ctx.append((v, AdtType("List", (ret,))))
-
-    def parallel(self, ctx, lines, ind) -> None:
-        calls, rets = [], []
-        for _ in range(self.src.integer(2, 3)):
-            r = self.src.weighted(
-                [(4, TensorType((self.sizes["H"],))), (1, TensorType(self.shape()))]
-            )
-            c = self.helper(ctx, r)
-            if c is None:
-                return
-            calls.append(c)
-            rets.append(r)
-        self.feat.add("expr:parallel")
-        self.sites.append(("parallel", [c.split("(")[0] for c in calls]))
-        outs = [self.fresh("q") for _ in calls]
-        lines.append(f"{ind}{', '.join(outs)} = parallel({', '.join(calls)})")
-        ctx += list(zip(outs, rets))
-
     # -- the program -----------------------------------------------------------------
     def program(self) -> str:
         params = [(self.fresh("x"), self.gen_type(2)) for _ in range(self.src.integer(1, 3))]
@@ -582,6 +425,7 @@ class _Gen(ExprGen):
         self.mixes()
         out = []
         out += [f"{n} = {s}" for n, s in self.size_src.items()]
+        out += [f"{n} = {v}" for n, (_, v) in self.consts.items()]
         if any(self.adts[a][0] for a in self.declared):
             out.append('T = TypeVar("T")')
         out += [

@@ -1,11 +1,14 @@
-"""The program generator: tiny all-zeros program, well-typed seeded programs, op coverage."""
+"""The program generator: tiny all-zeros program, well-typed seeded programs, op and
+feature coverage (every tensor and host op, the language constructs)."""
 
 import contextlib
 
 import acrobat
 from acrobat.fuzz.choices import ChoiceSource
 from acrobat.fuzz.generate import GeneratedProgram, generate_instances, generate_program
+from acrobat.ir.nodes import OpCall
 from acrobat.ir.ops import REGISTRY
+from acrobat.ir.traversal import walk
 from acrobat.ir.values import entry_args
 
 
@@ -45,17 +48,38 @@ def test_seeded_programs_evaluate_without_untyped_errors():
                 acrobat.evaluate(m, x, params)
 
 
-def test_features_cover_every_tensor_op():
+def test_features_cover_every_op():
     features: set[str] = set()
+    parsed: set[str] = set()  # ops in the parsed IR: literal-only host ops are folded away
     for seed in range(200):
-        features |= generate_program(ChoiceSource(seed=seed)).features
+        g = generate_program(ChoiceSource(seed=seed))
+        features |= g.features
+        m = acrobat.parse(g.source)
+        parsed |= {e.op for f in m.functions for e in walk(f.body) if isinstance(e, OpCall)}
     ops = {n for n, op in REGISTRY.items() if op.kind not in ("host", "ghost")}
     assert {n for n in ops if f"op:{n}" not in features} == set()
+    host = {n for n, op in REGISTRY.items() if op.kind == "host"}
+    assert host and all(n.startswith("h.") for n in host)
+    assert {n for n in host if f"op:{n}" not in features} == set()
+    assert host - parsed == set()
+    assert "scalar" in parsed
     wanted = {
         "stmt:if",
         "stmt:match",
         "stmt:while",
         "stmt:for_range",
+        "stmt:for_list",
+        "stmt:for_tuple_target",
+        "stmt:rnn_step",
+        "decl:host_const",
+        "bcast:host_scalar",
+        "op:scalar",
+        "op:h.len",
+        "op:h.abs",
+        "op:h.min",
+        "op:h.max",
+        "op:h.neg",
+        "op:h.pow",
         "stmt:tuple_unpack",
         "stmt:augassign",
         "expr:parallel",
