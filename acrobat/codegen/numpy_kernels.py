@@ -372,11 +372,15 @@ class _KernelGen:
         already has the result's batched shape."""
         ops = [self.operand(a) for a in e.args]
         (x, xb, xr), (w, wb, _) = ops[:2]
-        if wb:  # a weight that arrived as a batched value (taint specialization off)
+        if wb:  # a weight that arrived as a batched value ([B, out, in])
             if xr == 1:
                 code = f"np.matmul({w}, {x}[..., None])[..., 0]"
-            else:
-                code = f"np.matmul({x}, np.swapaxes({w}, -1, -2))"
+            else:  # x [B or 1, *lead, in] @ W^T [B, 1 (per lead axis but the last), in, out]
+                xs = x if xb else f"{x}[None]"
+                wt = f"np.swapaxes({w}, -1, -2)"
+                if xr > 2:
+                    wt = f"np.expand_dims({wt}, {tuple(range(1, xr - 1))!r})"
+                code = f"np.matmul({xs}, {wt})"
         else:
             wt = (
                 self.weight(e.args[1].name, transposed=True)
