@@ -21,6 +21,7 @@ from acrobat.fuzz.cases import Case, save
 from acrobat.fuzz.check import CheckResult, Failure, check_program
 from acrobat.fuzz.choices import ChoiceSource, Exhausted, shrink
 from acrobat.fuzz.generate import generate_instances, generate_program
+from acrobat.fuzz.reduce import reduce_source
 from acrobat.ir.nodes import OpCall
 from acrobat.ir.ops import REGISTRY
 from acrobat.ir.traversal import walk
@@ -125,6 +126,15 @@ def minimize(drawn: Drawn, failure: Failure, budget: int = 300) -> Drawn:
 
     best = shrink(drawn.choices, still_fails, budget=budget)
     smaller = draw_case(ChoiceSource(prefix=best))
+
+    def source_still_fails(source: str) -> bool:
+        try:
+            result = _with_deadline(CASE_SECONDS, lambda: check_program(source, smaller.instances))
+        except CaseTimeout:
+            return False
+        return any(f.signature() == want for f in result.failures)
+
+    smaller.source = reduce_source(smaller.source, source_still_fails, budget=budget)
     return smaller
 
 

@@ -77,7 +77,8 @@ def test_cli_saves_a_minimized_failure_and_exits_1(tmp_path, monkeypatch, capsys
         return result
 
     monkeypatch.setattr(campaign, "check_program", breach)
-    code = fuzz_main(["--programs", "12", "--seed", "5", "--out", str(tmp_path), "--quiet"])
+    args = ["--programs", "3", "--seed", "5", "--shrink-budget", "25", "--quiet"]
+    code = fuzz_main([*args, "--out", str(tmp_path)])
     out = capsys.readouterr().out.strip().splitlines()
     assert code == 1
     assert out[-1].startswith("fuzz: ") and "failures" in out[-1]
