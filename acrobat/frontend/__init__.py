@@ -50,14 +50,16 @@ What the language has:
   ``break``, ``continue`` and ``return`` inside a loop are rejected with the way to write
   them instead (an exit in the ``while`` test, an ``if``, a recursive function).
 * **Expressions** tensor ops from the registry (``dense``, ``sigmoid``, ``concat``, ``split``,
-  ...), ``+ - * / @`` on tensors, host ``int``/``float``/``bool`` arithmetic and comparisons,
+  ...), ``+ - * / @`` on tensors (a host int or float on either side scales the tensor:
+  ``x * s`` becomes ``x * scalar(s)``), host ``int``/``float``/``bool`` arithmetic and comparisons,
   ``abs(a)``, ``min(a, b, ...)``, ``max(a, b, ...)`` on host numbers (``max(x)`` and
   ``max(x, axis)`` of a tensor reduce it), ``len(xs)`` of a ``List``,
   ``a if c else b``, tuples and ``t[0]``, tensor slices ``x[a:b]``, constructor and function
   calls, ``parallel(f(a), g(b))`` for independent calls, ``map(f, xs)`` for a parallel map,
   and the tensor-to-host reads ``item(x)`` and ``argmax(x)`` that let control flow depend on
   tensor values.
-* ``phase()`` starts the next program phase; only at the top level of ``main``.
+* ``phase()`` starts the next program phase; only at the top level of ``main``, and not
+  after an ``if``/``match`` that may return early.
 
 Everything else (imports, attribute access, lambdas, comprehensions, ``global``, calls of
 undefined names such as ``open`` or ``__import__``) is rejected with a typed error that
