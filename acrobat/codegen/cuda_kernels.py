@@ -587,7 +587,8 @@ def _reduction(g: _Graph, name: str, key: str, temps: dict[str, bool]) -> Launch
     """One block per row of the reduced axis, ``CUDA_REDUCE[op]`` as the row body."""
     node = g.nodes[key]
     x = g.nodes[node.args[0]].shape
-    axis = node.attrs.get("axis", -1)
+    # softmax/layer_norm work on the last axis by default; sum/mean/max on all axes
+    axis = node.attrs.get("axis", -1 if node.op in ("softmax", "layer_norm") else None)
     if axis is None or not x:
         outer, length, inner = 1, math.prod(x), 1
     else:
@@ -617,6 +618,12 @@ def _reduction(g: _Graph, name: str, key: str, temps: dict[str, bool]) -> Launch
         base = "r * R" if inner == 1 else f"(r / {inner}) * R * {inner} + r % {inner}"
         where = [f"const long long b = row / {rows};", f"const long long r = row % {rows};"]
         where.append(f"const long long base = {base};")
+    # declare only what is read (nvcc warns on an unreferenced local): a row that reads
+    # a constant or a broadcast scalar never uses ``base``, and then maybe not ``r``
+    for n in reversed(range(1, len(where))):  # ``b`` is always read (by Y)
+        local = where[n].split()[3]  # "const long long LOCAL = ..."
+        if not re.search(rf"\b{local}\b", "\n".join(where[n + 1 :] + body)):
+            del where[n]
     src = [
         e.signature(name, [out]),
         f"  // {key} = {node.op}({', '.join(node.args)})",
