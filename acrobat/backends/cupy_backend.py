@@ -94,6 +94,8 @@ class PlanRunner:
 
     def __call__(self, B: int, *args, out=None) -> tuple:
         """Outputs as ``[B, *shape]`` arrays (written into ``out`` views when given)."""
+        if self.plan.bad_ids and B:  # a constant id outside its table: every instance
+            raise IndexOutOfRange(0, *self.plan.bad_ids[0])
         reads = self.bind(B, args)
         env: dict[str, Any] = {}
         direct: set[str] = set()

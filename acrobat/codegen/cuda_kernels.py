@@ -229,6 +229,7 @@ class _Graph:
         self.tuples: dict[str, list[str]] = {}
         self.params: list[tuple[str, str, tuple[int, ...]]] = []
         self.id_limits: dict[str, int] = {}  # host param -> rows of the tables it indexes
+        self.bad_ids: list[tuple[int, int]] = []  # constant ids outside their table, rows
         for p in f.params:
             host = isinstance(p.ty, ScalarType)
             shape = () if host else self.check(p.ty).shape
@@ -325,8 +326,11 @@ class _Graph:
         if e.op in ("zeros", "ones"):
             batched = False
         if e.op == "embed":
-            rows = self.nodes[args[0]].shape[0]
-            self.id_limits[args[1]] = min(rows, self.id_limits.get(args[1], rows))
+            rows, ids = self.nodes[args[0]].shape[0], self.nodes[args[1]]
+            if ids.op == CONST and not 0 <= int(ids.value) < rows:
+                self.bad_ids.append((int(ids.value), rows))
+            elif ids.op != CONST:
+                self.id_limits[args[1]] = min(rows, self.id_limits.get(args[1], rows))
         self.add(key, Node(e.op, args, attrs, shape, batched))
 
 
@@ -373,13 +377,15 @@ class Gemm:
 @dataclass(frozen=True)
 class CudaPlan:
     """A kernel as GPU steps: params ``(key, mode, shape)``, steps, outputs ``(key, shape)``;
-    ``id_limits``: host params used as embedding ids, with the number of table rows."""
+    ``id_limits``: host params used as embedding ids, with the number of table rows;
+    ``bad_ids``: constant embedding ids outside their table (id, rows): every run fails."""
 
     kernel: str
     params: tuple[tuple[str, str, tuple[int, ...]], ...]
     steps: tuple[Launch | Gemm, ...]
     outputs: tuple[tuple[str, tuple[int, ...]], ...]
     id_limits: tuple[tuple[str, int], ...] = ()
+    bad_ids: tuple[tuple[int, int], ...] = ()
 
     @property
     def launches(self) -> tuple[Launch, ...]:
@@ -476,6 +482,8 @@ class _Emitter:
             return self.load(node.args[0], CUDA_INDEX[node.op](idx, node.shape, arg, node.attrs))
         elif node.op == "embed":
             table, ids = node.args
+            if self.g.nodes[ids].op == CONST:  # the same row for every instance
+                return self.load(table, shift(idx, int(self.g.nodes[ids].value) * width))
             return self.load(table, f"{self.arg(HOST, ids)[0]}[b] * {width} + {idx}")
         elif node.op == "scalar":
             src = self.g.nodes[node.args[0]]
@@ -587,7 +595,8 @@ def _reduction(g: _Graph, name: str, key: str, temps: dict[str, bool]) -> Launch
     """One block per row of the reduced axis, ``CUDA_REDUCE[op]`` as the row body."""
     node = g.nodes[key]
     x = g.nodes[node.args[0]].shape
-    axis = node.attrs.get("axis", -1)
+    # softmax/layer_norm work on the last axis by default; sum/mean/max on all axes
+    axis = node.attrs.get("axis", -1 if node.op in ("softmax", "layer_norm") else None)
     if axis is None or not x:
         outer, length, inner = 1, math.prod(x), 1
     else:
@@ -617,6 +626,12 @@ def _reduction(g: _Graph, name: str, key: str, temps: dict[str, bool]) -> Launch
         base = "r * R" if inner == 1 else f"(r / {inner}) * R * {inner} + r % {inner}"
         where = [f"const long long b = row / {rows};", f"const long long r = row % {rows};"]
         where.append(f"const long long base = {base};")
+    # declare only what is read (nvcc warns on an unreferenced local): a row that reads
+    # a constant or a broadcast scalar never uses ``base``, and then maybe not ``r``
+    for n in reversed(range(1, len(where))):  # ``b`` is always read (by Y)
+        local = where[n].split()[3]  # "const long long LOCAL = ..."
+        if not re.search(rf"\b{local}\b", "\n".join(where[n + 1 :] + body)):
+            del where[n]
     src = [
         e.signature(name, [out]),
         f"  // {key} = {node.op}({', '.join(node.args)})",
@@ -682,4 +697,11 @@ def plan_kernel(f: Function) -> CudaPlan:
     if last:
         materialize(last)
     outputs = tuple((k, g.nodes[k].shape) for k in g.outputs)
-    return CudaPlan(f.name, tuple(g.params), tuple(steps), outputs, tuple(g.id_limits.items()))
+    return CudaPlan(
+        f.name,
+        tuple(g.params),
+        tuple(steps),
+        outputs,
+        tuple(g.id_limits.items()),
+        tuple(g.bad_ids),
+    )

@@ -108,10 +108,10 @@ def test_generated_programs_compile_to_ptx(tmp_path):
 
 
 @pytest.mark.skipif(GXX is None, reason="g++ is not installed")
-@pytest.mark.parametrize("k", range(8))
+@pytest.mark.parametrize("k", range(12))
 def test_generated_program_on_emulated_cuda(k, tmp_path):
     """What the generated CUDA computes equals the reference, on fuzzed programs too."""
-    drawn = _generated(8, seed=78)[k]
+    drawn = _generated(12, seed=78)[k]
     module = acrobat.parse(drawn.source)
     params = acrobat.init_params(module, 0)
     prog = acrobat.compile(module, params)
