@@ -177,6 +177,19 @@ class PlanRunner:
         rows = buf[start : start + B] if start is not None else self.xp.take(buf, idx, axis=0)
         return rows.reshape((B,) + self.shapes[key])
 
+    def dense_by_value(self, a, w, s: Gemm):
+        """``dense`` whose weight is a value ([out, in], or [B, out, in] per instance, as
+        when taint specialization is off), not a resident weight."""
+        xp = self.xp
+        wt = xp.swapaxes(w, -1, -2)
+        if not s.b_batched:
+            return xp.matmul(a, wt)
+        if s.a_rank == 1:
+            return xp.matmul(w, a[..., None])[..., 0]
+        if s.a_rank > 2:  # one weight per instance, shared along the input's leading axes
+            wt = xp.expand_dims(wt, tuple(range(1, s.a_rank - 1)))
+        return xp.matmul(a if s.a_batched else a[None], wt)
+
     def gemm(self, s: Gemm, B: int, env: dict, reads: dict):
         """``s`` with the batched NumPy backend's rules for where the batch axis goes."""
         xp = self.xp
@@ -184,7 +197,9 @@ class PlanRunner:
         b = self.operand(s.b, B, env, reads, transposed=s.op == "dense")
         if s.op == "batch_matmul" and s.transpose_b:
             b = xp.swapaxes(b, -1, -2)
-        if s.op == "matmul" and s.a_batched and s.b_batched and s.a_rank == s.b_rank == 1:
+        if s.op == "dense" and not s.b.startswith("$"):
+            y = self.dense_by_value(a, b, s)
+        elif s.op == "matmul" and s.a_batched and s.b_batched and s.a_rank == s.b_rank == 1:
             y = (a * b).sum(-1)
         elif s.op == "matmul" and s.a_batched and s.b_batched:
             y = xp.matmul(

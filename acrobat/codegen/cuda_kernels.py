@@ -313,12 +313,6 @@ class _Graph:
             ]
             return
         shape = self.check(e.ty).shape
-        if e.op == "dense" and self.nodes[args[1]].op != WEIGHT:
-            raise AcrobatTypeError(
-                f"kernel {self.kernel}: the CUDA backend needs dense's weight to be a declared "
-                "Param, here it is a per-instance value",
-                hint="compile with taint specialization on, or use backend='numpy'",
-            )
         if e.op == "dense" and len(args) == 3:  # the bias becomes a fusible broadcast add
             mm = self.add("!mm" + key, Node("dense", args[:2], {}, shape, batched))
             self.add(key, Node("add", (mm, args[2]), {}, shape, batched))
