@@ -17,6 +17,7 @@ ORDER = [
     "runtime",
     "baselines",
     "bench",
+    "fuzz",  # the differential fuzzer drives the whole stack, as the benchmark does
 ]
 # A package may import itself, any package before it in ORDER, and nothing after it.
 # `models` sits beside `frontend` (sources + data) and may use baselines lazily for oracles;
