@@ -13,8 +13,10 @@ import pytest
 import acrobat
 import acrobat.runtime.run as run_module
 from acrobat.codegen.cuda_kernels import plan_kernel
+from acrobat.fuzz.campaign import draw_case
 from acrobat.fuzz.cases import load
 from acrobat.fuzz.check import reference
+from acrobat.fuzz.choices import ChoiceSource
 from tests.backends.emulation import GXX, EmulatedCudaBackend
 from tests.backends.test_cuda_codegen import NVCC, NVCC_FLAGS
 from tests.runtime.helpers import assert_outputs_equal
@@ -59,38 +61,44 @@ def test_saved_cases_compile_to_ptx(tmp_path):
     assert compile_programs_to_ptx([_compiled(load(p))[0] for p in CASES], tmp_path) > 0
 
 
+def check_on_emulated_cuda(source: str, instances: list, workdir, label: str) -> None:
+    """The program's CUDA, run on the CPU, gives the reference's outputs, or raises the
+    InstanceError of an instance the reference refuses."""
+    module = acrobat.parse(source)
+    params = acrobat.init_params(module, 0)
+    prog = acrobat.compile(module, params)
+    _plans(prog)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(run_module, "get_backend", lambda name: EmulatedCudaBackend(prog, workdir))
+        runtime = run_module.Runtime(prog, "cuda-emulated")
+    refs, _ = reference(module, params, instances)
+    failing = {i for i, (status, _) in enumerate(refs) if status != "ok"}
+    if failing:
+        with pytest.raises(acrobat.InstanceError) as err:
+            runtime.run(instances, "acrobat", "off", None)
+        assert err.value.index in failing
+        return
+    res = runtime.run(instances, "acrobat", "off", None)
+    assert_outputs_equal(res.outputs, [v for _, v in refs], label)
+
+
 @pytest.mark.skipif(GXX is None, reason="g++ is not installed")
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_saved_case_on_emulated_cuda(path, tmp_path):
     case = load(path)
-    prog, module, params = _compiled(case)
-    _plans(prog)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(run_module, "get_backend", lambda name: EmulatedCudaBackend(prog, tmp_path))
-        runtime = run_module.Runtime(prog, "cuda-emulated")
-    refs, _ = reference(module, params, case.instances)
-    failing = {i for i, (status, _) in enumerate(refs) if status != "ok"}
-    if failing:
-        with pytest.raises(acrobat.InstanceError) as err:
-            runtime.run(case.instances, "acrobat", "off", None)
-        assert err.value.index in failing
-        return
-    res = runtime.run(case.instances, "acrobat", "off", None)
-    assert_outputs_equal(res.outputs, [v for _, v in refs], case.name)
+    check_on_emulated_cuda(case.source, case.instances, tmp_path, case.name)
 
 
-def _generated(n: int, seed: int = 77):
-    from acrobat.fuzz.campaign import draw_case
-    from acrobat.fuzz.choices import ChoiceSource
-
-    return [draw_case(ChoiceSource(seed=seed * 1000 + i)) for i in range(n)]
+def _generated(n: int, seed: int):
+    """``n`` fuzz cases drawn from seeds ``seed``, ``seed + 1``, ..."""
+    return [draw_case(ChoiceSource(seed=seed + i)) for i in range(n)]
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
 def test_generated_programs_compile_to_ptx(tmp_path):
     """A sample of fuzzed programs: every kernel plan, default options and fusion off."""
     progs = []
-    for drawn in _generated(30):
+    for drawn in _generated(30, seed=77 * 1000):
         module = acrobat.parse(drawn.source)
         params = acrobat.init_params(module, 0)
         progs.append(acrobat.compile(module, params))
@@ -104,20 +112,5 @@ def test_generated_programs_compile_to_ptx(tmp_path):
 @pytest.mark.parametrize("k", range(12))
 def test_generated_program_on_emulated_cuda(k, tmp_path):
     """What the generated CUDA computes equals the reference, on fuzzed programs too."""
-    drawn = _generated(12, seed=78)[k]
-    module = acrobat.parse(drawn.source)
-    params = acrobat.init_params(module, 0)
-    prog = acrobat.compile(module, params)
-    _plans(prog)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(run_module, "get_backend", lambda name: EmulatedCudaBackend(prog, tmp_path))
-        runtime = run_module.Runtime(prog, "cuda-emulated")
-    refs, _ = reference(module, params, drawn.instances)
-    failing = {i for i, (status, _) in enumerate(refs) if status != "ok"}
-    if failing:
-        with pytest.raises(acrobat.InstanceError) as err:
-            runtime.run(drawn.instances, "acrobat", "off", None)
-        assert err.value.index in failing
-        return
-    res = runtime.run(drawn.instances, "acrobat", "off", None)
-    assert_outputs_equal(res.outputs, [v for _, v in refs], f"generated program {k}")
+    drawn = _generated(1, seed=78 * 1000 + k)[0]
+    check_on_emulated_cuda(drawn.source, drawn.instances, tmp_path, f"generated program {k}")
