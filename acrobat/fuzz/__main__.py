@@ -62,8 +62,12 @@ def _print_report(r: Report) -> None:
     print(f"ops used (programs): {used}")
     missing = r.missing_ops()
     print(f"ops never used: {', '.join(missing) if missing else 'none'}")
-    feats = ", ".join(f"{f} {n}" for f, n in sorted(r.features.items()))
+    shapes = [f for f in r.features if f.startswith("bcast:(")]  # one per shape pair
+    feats = ", ".join(
+        f"{f} {n}" for f, n in sorted(r.features.items()) if not f.startswith(("op:", "bcast:("))
+    )
     print(f"features (programs): {feats}")
+    print(f"broadcast shape pairs seen: {len(shapes)}")
     for failure, path in r.failures:
         print(f"FAILURE {failure}" + (f"\n  saved: {path}" if path else ""))
     print(r.summary())
