@@ -30,8 +30,9 @@ CASE_SECONDS = 60.0
 """A case that runs longer than this is counted as slow and skipped (not a failure)."""
 
 
-class CaseTimeout(Exception):
-    """A case ran past :data:`CASE_SECONDS`."""
+class CaseTimeout(BaseException):
+    """A case ran past :data:`CASE_SECONDS` (a BaseException, like KeyboardInterrupt, so
+    the checker's ``except Exception`` does not take it for a failure of the program)."""
 
 
 @dataclass

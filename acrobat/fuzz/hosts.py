@@ -78,7 +78,10 @@ class HostGen:
             op, text = self.src.choice([("h.neg", "(-{})"), ("h.pow", "({} ** {})")])
             self.feat.add("host:int_arith")
             self.ops(op)
-            return text.format(self.int_atom(ctx, d - 1), self.src.choice([2, 0, 1, 3]))
+            atom = self.int_atom(ctx, d - 1)
+            if op == "h.pow":  # a clamped base: repeated squaring in a recursion would
+                atom = f"max(min({atom}, 4), -4)"  # grow a bigint without bound
+            return text.format(atom, self.src.choice([2, 0, 1, 3]))
         if k == "minmax":
             return self.minmax(ctx, d, self.int_atom, self.integer)
         if k == "abs":
