@@ -104,3 +104,39 @@ def test_cli_clean_run_exits_0(tmp_path, capsys):
 def test_cli_minutes_bound_stops(minutes, tmp_path, capsys):
     assert fuzz_main(["--minutes", str(minutes), "--out", str(tmp_path), "--quiet"]) == 0
     assert "0 programs" in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_source_reduction_keeps_only_what_the_failure_needs():
+    """A stand-in failure (the program parses and applies sigmoid to a weight) reduces a
+    generated program to a few lines that still parse and still show it."""
+    import acrobat
+    from acrobat.errors import AcrobatError
+    from acrobat.fuzz.reduce import reduce_source
+
+    source = "\n".join(
+        [
+            'H = Size("H", 3)',
+            "W: Param[H]",
+            "U: Param[H, H]",
+            "def helper(x: Tensor[H]) -> Tensor[H]:",
+            "    y = tanh(dense(x, U))",
+            "    return y * 2.0",
+            "def main(x: Tensor[H], n: int) -> Tensor[H]:",
+            "    a = helper(x)",
+            "    k = n + 1",
+            "    b = tanh(a) + sigmoid(W) * relu(x)",
+            "    return b - a",
+        ]
+    )
+
+    def fails(src: str) -> bool:
+        try:
+            acrobat.parse(src)
+        except AcrobatError:
+            return False
+        return "sigmoid(W)" in src
+
+    small = reduce_source(source, fails)
+    assert fails(small)
+    assert "helper" not in small and "U:" not in small and "k =" not in small
+    assert len([line for line in small.splitlines() if line.strip()]) <= 5
