@@ -42,7 +42,7 @@ class DataChoices(ChoiceSource):
         return v
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_hypothesis_driven_programs_pass_the_differential_check(data):
     drawn = campaign.draw_case(DataChoices(data))
