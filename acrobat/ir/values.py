@@ -49,8 +49,13 @@ def _short(v: Any) -> str:
     return repr(v)
 
 
+def _host_number(v: Any) -> bool:
+    return type(v) in (int, float)
+
+
 def values_equal(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0) -> bool:
-    """Structural equality of two values (tensors compared with ``allclose`` tolerances)."""
+    """Structural equality of two values (tensors, and host floats, compared with
+    ``allclose`` tolerances: ``|x - y| <= atol + rtol * |y|``, NaN equal to NaN)."""
     stack = [(a, b)]
     while stack:
         x, y = stack.pop()
@@ -68,6 +73,10 @@ def values_equal(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0) -> bool:
         elif isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
             x, y = np.asarray(x), np.asarray(y)
             if x.shape != y.shape or not np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True):
+                return False
+        elif _host_number(x) and _host_number(y) and (type(x) is float or type(y) is float):
+            # a host float (e.g. from item()) carries the rounding of the tensors it read
+            if not (x == y or (x != x and y != y) or abs(x - y) <= atol + rtol * abs(y)):
                 return False
         elif x != y:
             return False
