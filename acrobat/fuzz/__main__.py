@@ -58,6 +58,8 @@ def _print_report(r: Report) -> None:
     print(f"seconds: {r.seconds:.1f}; programs: {r.programs}; batched runs: {r.runs}")
     print(f"instances refused by the interpreter with a typed error: {r.reference_errors}")
     print(f"slow cases skipped: {r.slow}; programs the frontend rejected: {r.rejected}")
+    if r.slow_seeds:  # draw_case(ChoiceSource(seed=s)) reproduces one
+        print(f"slow case seeds: {', '.join(map(str, r.slow_seeds))}")
     used = ", ".join(f"{op} {n}" for op, n in sorted(r.ops.items()))
     print(f"ops used (programs): {used}")
     missing = r.missing_ops()

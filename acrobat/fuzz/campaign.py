@@ -62,13 +62,17 @@ class Report:
 
     programs: int = 0
     runs: int = 0
-    slow: int = 0
+    slow_seeds: list[int] = field(default_factory=list)  # ChoiceSource seeds of slow cases
     rejected: int = 0
     reference_errors: int = 0
     seconds: float = 0.0
     features: Counter = field(default_factory=Counter)
     ops: Counter = field(default_factory=Counter)
     failures: list[tuple[Failure, Path | None]] = field(default_factory=list)
+
+    @property
+    def slow(self) -> int:
+        return len(self.slow_seeds)
 
     def missing_ops(self) -> list[str]:
         """Registered user-facing ops no generated program used."""
@@ -156,12 +160,13 @@ def run_campaign(
     while (programs is None or i < programs) and (
         deadline is None or time.perf_counter() < deadline
     ):
-        src = ChoiceSource(seed=seed * 1_000_003 + i)
+        case_seed = seed * 1_000_003 + i
+        src = ChoiceSource(seed=case_seed)
         i += 1
         try:
             drawn = draw_case(src)
         except Exhausted:
-            report.slow += 1
+            report.slow_seeds.append(case_seed)
             continue
         except Exception as err:  # noqa: BLE001 - the generator or the frontend broke
             kind = "rejected" if isinstance(err, AcrobatError) else "untyped"
@@ -179,7 +184,7 @@ def run_campaign(
                 CASE_SECONDS, lambda d=drawn: check_program(d.source, d.instances)
             )
         except CaseTimeout:
-            report.slow += 1
+            report.slow_seeds.append(case_seed)
             continue
         report.programs += 1
         report.runs += result.runs
