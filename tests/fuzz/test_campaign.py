@@ -140,3 +140,12 @@ def test_source_reduction_keeps_only_what_the_failure_needs():
     assert fails(small)
     assert "helper" not in small and "U:" not in small and "k =" not in small
     assert len([line for line in small.splitlines() if line.strip()]) <= 5
+
+
+def test_a_case_past_its_deadline_is_slow_not_a_failure(monkeypatch):
+    """The deadline interrupts a check from inside the runtime; the checker's own
+    ``except Exception`` must not take that for an untyped error of the program."""
+    monkeypatch.setattr(campaign, "CASE_SECONDS", 1e-4)
+    report = campaign.run_campaign(seed=3, programs=3)
+    assert not report.failures
+    assert report.slow == 3 and len(report.slow_seeds) == 3
