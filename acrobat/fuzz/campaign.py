@@ -94,16 +94,26 @@ def _with_deadline(seconds: float, fn: Callable[[], CheckResult]) -> CheckResult
     if not hasattr(signal, "SIGALRM"):
         return fn()
 
+    fired = []
+
     def expire(signum, frame):
+        fired.append(True)
         raise CaseTimeout
 
     old = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        return fn()
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        result = fn()
+    except BaseException:
+        if fired:  # C code (ast.parse, say) may turn the interruption into another error
+            raise CaseTimeout from None
+        raise
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+    if fired:  # the checker caught the interruption and reported it as the program's
+        raise CaseTimeout
+    return result
 
 
 def check_choices(choices: list[int], **check_args) -> tuple[Drawn | None, CheckResult | None]:
