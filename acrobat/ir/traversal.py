@@ -1,8 +1,9 @@
 """One generic traversal of IR expressions.
 
 ``children(e)`` lists sub-expressions in evaluation order and ``with_children(e, cs)``
-rebuilds a node from new ones; everything else (walks, rewrites, free variables) is
-built on those two. Walks use an explicit stack, never Python recursion.
+rebuilds a node from new ones; everything else (walks, rewrites, variable names, the
+structural key of a kernel) is built on those two. Walks use an explicit stack, never
+Python recursion.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from acrobat.ir.nodes import (
     CtorCall,
     Expr,
     FnCall,
+    Function,
     If,
     KernelCall,
     Let,
@@ -140,7 +142,36 @@ def bound_vars(e: Expr) -> list[Var]:
     return out
 
 
+def var_names(e: Expr) -> set[str]:
+    """Names of every variable occurring in ``e``, bound inside it or not."""
+    return {x.name for x in walk(e) if isinstance(x, Var)}
+
+
 def free_vars(e: Expr) -> set[str]:
     """Names of variables used in ``e`` but not bound inside it."""
-    used = {x.name for x in walk(e) if isinstance(x, Var)}
-    return used - {v.name for v in bound_vars(e)}
+    return var_names(e) - {v.name for v in bound_vars(e)}
+
+
+def kernel_key(f: Function) -> tuple:
+    """A structural key of a kernel, its variables renamed by position.
+
+    Two kernels with the same key compute the same thing (same ops, attributes, weights
+    and types, in the same order) whatever their variables are called; fusion and
+    coarsening use it to share one kernel between structurally identical groups. ``f``'s
+    body must be a ``let`` block (a kernel body always is).
+    """
+    mapping: dict[str, str] = {}
+    for i, p in enumerate(f.params):
+        mapping[p.name] = f"p{i}"
+    for i, b in enumerate(f.body.bindings):
+        mapping[b.var.name] = f"v{i}"
+
+    def ren(e: Expr) -> Expr:
+        if isinstance(e, Var):
+            return Var(mapping.get(e.name, e.name), ty=e.ty)
+        return e
+
+    body = post_order_map(f.body, ren)
+    bs = tuple(Binding(Var(mapping[b.var.name], ty=b.var.ty), b.value) for b in body.bindings)
+    params = tuple(Var(mapping[p.name], ty=p.ty) for p in f.params)
+    return (params, bs, body.body)

@@ -38,10 +38,9 @@ from acrobat.ir.nodes import (
     Var,
 )
 from acrobat.ir.ops import REGISTRY
-from acrobat.ir.traversal import post_order_map, walk
+from acrobat.ir.traversal import kernel_key, post_order_map, var_names, walk
 from acrobat.ir.types import TensorType, TupleType
 from acrobat.passes.base import NameSupply, PassContext, fresh_global
-from acrobat.passes.fuse import _canonical, uses
 
 
 def _passive(v: Expr) -> bool:
@@ -83,9 +82,9 @@ class CoarsenGrains:
             return e
         bs = list(e.bindings)
         later = [set() for _ in range(len(bs) + 1)]
-        later[len(bs)] = uses(e.body)
+        later[len(bs)] = var_names(e.body)
         for i in range(len(bs) - 1, -1, -1):
-            later[i] = later[i + 1] | uses(bs[i].value)
+            later[i] = later[i + 1] | var_names(bs[i].value)
         out: list[Binding] = []
         run: list[Binding] = []  # kernel calls and the passive bindings between them
         inside: set[str] = set()  # what the merged kernel would compute (see ``merge``)
@@ -106,7 +105,7 @@ class CoarsenGrains:
                     flush(i)
                 run.append(b)
                 inside.add(b.var.name)
-            elif run and _passive(v) and not uses(v) & inside:
+            elif run and _passive(v) and not var_names(v) & inside:
                 run.append(b)  # reads nothing the run computes: placed before the merged call
             elif run and isinstance(v, (Var, Proj)) and isinstance(b.var.ty, TensorType):
                 run.append(b)  # a projection or alias of a result: inside the merged kernel
@@ -124,7 +123,7 @@ class CoarsenGrains:
         if v.depth is None or v.depth == first.depth:
             return True
         defined = {b.var.name for b in run}
-        return bool(uses(v) & defined)
+        return bool(var_names(v) & defined)
 
     def merge(self, run: list[Binding], used_after: set[str], f: Function, names: NameSupply):
         """One kernel for a run; bindings reading nothing of the run stay before the call."""
@@ -142,7 +141,7 @@ class CoarsenGrains:
                 inner.extend(inlined)
                 inner.append(Binding(b.var, out_expr))
                 groups.append(self.groups.get(v.kernel, [v.kernel]))
-            elif not uses(v) & defined:  # e.g. host arithmetic: computed before the call
+            elif not var_names(v) & defined:  # e.g. host arithmetic: computed before the call
                 outside.append(b)
                 continue
             else:
@@ -163,7 +162,7 @@ class CoarsenGrains:
         params = tuple(Var(x.name, ty=x.ty) for x in inputs)
         body = Let(tuple(inner), result, ty=result.ty)
         depth = next(b.value.depth for b in run if isinstance(b.value, KernelCall))
-        key = _canonical(Function("", params, result.ty, body, KERNEL))
+        key = kernel_key(Function("", params, result.ty, body, KERNEL))
         if key not in self.new:
             name = fresh_global(f"{f.name}_node", self.taken)
             self.new[key] = Function(name, params, result.ty, body, KERNEL)

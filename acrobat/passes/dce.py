@@ -31,9 +31,8 @@ from acrobat.ir.nodes import (
     Module,
     OpCall,
     Phase,
-    Var,
 )
-from acrobat.ir.traversal import post_order_map, walk
+from acrobat.ir.traversal import post_order_map, var_names, walk
 from acrobat.ir.types import FLOAT, TensorType
 from acrobat.passes.base import PassContext
 
@@ -82,20 +81,16 @@ def _may_fail(e: Expr, failing: frozenset[str]) -> bool:
     return False
 
 
-def used_names(e: Expr) -> set[str]:
-    return {x.name for x in walk(e) if isinstance(x, Var)}
-
-
 def prune_block(e: Expr, failing: frozenset[str] = frozenset()) -> Expr:
     """One block with its dead bindings removed (inner blocks are already pruned)."""
     if not isinstance(e, Let):
         return e
-    live = used_names(e.body)
+    live = var_names(e.body)
     kept: list[Binding] = []
     for b in reversed(e.bindings):
         if b.var.name in live or _effectful(b.value) or _may_fail(b.value, failing):
             kept.append(b)
-            live |= used_names(b.value)
+            live |= var_names(b.value)
     kept.reverse()
     if not kept:
         return e.body

@@ -43,7 +43,7 @@ from acrobat.ir.nodes import (
     Var,
 )
 from acrobat.ir.ops import REGISTRY
-from acrobat.ir.traversal import post_order_map, walk
+from acrobat.ir.traversal import kernel_key, post_order_map, var_names, walk
 from acrobat.ir.types import TupleType
 from acrobat.passes.base import NameSupply, PassContext, fresh_global
 
@@ -52,10 +52,6 @@ FUSABLE = ("elemwise", "broadcast", "injective", "reduction", "create", "opaque"
 
 def kernel_op(v: Expr) -> bool:
     return isinstance(v, OpCall) and REGISTRY[v.op].kind in FUSABLE
-
-
-def uses(e: Expr) -> set[str]:
-    return {x.name for x in walk(e) if isinstance(x, Var)}
 
 
 @dataclasses.dataclass
@@ -101,9 +97,9 @@ class FuseOps:
     def fuse_block(self, e: Let, fn: str, names: NameSupply, static: set[str], fusion: bool):
         bs = list(e.bindings)
         later = [set() for _ in range(len(bs) + 1)]  # names used at positions > i
-        later[len(bs)] = uses(e.body)
+        later[len(bs)] = var_names(e.body)
         for i in range(len(bs) - 1, -1, -1):
-            later[i] = later[i + 1] | uses(bs[i].value)
+            later[i] = later[i + 1] | var_names(bs[i].value)
         out: list[Binding] = []
         group: _Group | None = None
 
@@ -123,7 +119,7 @@ class FuseOps:
                     and group is not None
                     and group.static == is_static
                     and not opaque
-                    and bool(uses(v) & group.defined)
+                    and bool(var_names(v) & group.defined)
                 )
                 if not joins:
                     close(i)
@@ -139,7 +135,7 @@ class FuseOps:
                 group.members.append(b)
                 group.defined.add(b.var.name)
             else:
-                if group is not None and (uses(v) & group.defined or _closes(v)):
+                if group is not None and (var_names(v) & group.defined or _closes(v)):
                     close(i)
                 out.append(b)
         close(len(bs))
@@ -177,7 +173,7 @@ class FuseOps:
         )
         body = Let(tuple(g.members), result, ty=result.ty)
         fnk = Function("", params, result.ty, body, KERNEL)
-        key = _canonical(fnk)
+        key = kernel_key(fnk)
         if key not in self.kernels:
             name = fresh_global(f"{fn}_k", self.taken)
             self.kernels[key] = dataclasses.replace(fnk, name=name)
@@ -189,22 +185,3 @@ def _closes(v: Expr) -> bool:
     return not isinstance(v, (Var, Proj, TupleExpr)) and not (
         isinstance(v, OpCall) and REGISTRY[v.op].kind == "host"
     )
-
-
-def _canonical(f: Function) -> tuple:
-    """A structural key of a kernel with variables renamed by position."""
-    mapping: dict[str, str] = {}
-    for i, p in enumerate(f.params):
-        mapping[p.name] = f"p{i}"
-    for i, b in enumerate(f.body.bindings):
-        mapping[b.var.name] = f"v{i}"
-
-    def ren(e: Expr) -> Expr:
-        if isinstance(e, Var):
-            return Var(mapping.get(e.name, e.name), ty=e.ty)
-        return e
-
-    body = post_order_map(f.body, ren)
-    bs = tuple(Binding(Var(mapping[b.var.name], ty=b.var.ty), b.value) for b in body.bindings)
-    params = tuple(Var(mapping[p.name], ty=p.ty) for p in f.params)
-    return (params, bs, body.body)
