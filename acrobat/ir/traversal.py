@@ -143,7 +143,11 @@ def bound_vars(e: Expr) -> list[Var]:
 
 
 def var_names(e: Expr) -> set[str]:
-    """Names of every variable occurring in ``e``, bound inside it or not."""
+    """Names of every variable read in ``e``, including those bound inside ``e``.
+
+    A ``let`` binding's own variable is not read by the binding, so a name bound and
+    never used does not appear.
+    """
     return {x.name for x in walk(e) if isinstance(x, Var)}
 
 

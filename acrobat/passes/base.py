@@ -11,14 +11,16 @@ view, another runs the verifier between passes in tests.
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from acrobat.ir.nodes import Function, Module
-from acrobat.ir.traversal import bound_vars
+from acrobat.ir.nodes import Expr, Function, Module
+from acrobat.ir.traversal import bound_vars, post_order_map
 from acrobat.ir.verify import verify
 from acrobat.passes.options import CompileOptions
 from acrobat.trace import PassApplied, Trace
@@ -144,6 +146,30 @@ def fresh_global(base: str, taken: set[str], start: int = 0) -> str:
 
 def map_functions(module: Module, fn) -> Module:
     """``module`` with ``fn`` applied to every function (in order)."""
-    import dataclasses
-
     return dataclasses.replace(module, functions=tuple(fn(f) for f in module.functions))
+
+
+NodeRule = Callable[[Expr], Expr]
+
+
+def map_host_functions(
+    module: Module, rule: Callable[[Function, NameSupply, Module], NodeRule]
+) -> tuple[Function, ...]:
+    """The module's functions with every host function rewritten bottom-up, node by node.
+
+    Kernels are kept as they are. For each host function ``f``, in module order,
+    ``rule(f, names, current)`` returns the node rewrite that :func:`post_order_map`
+    applies to ``f.body`` (children before parents, so a rule sees rewritten blocks);
+    ``names`` is a fresh :class:`NameSupply` for ``f`` and ``current`` the module with
+    the functions before ``f`` already rewritten (those after it as they were). The
+    result is in the module's order; callers add or drop functions (new kernels, unused
+    ones) themselves.
+    """
+    fns = list(module.functions)
+    for i, f in enumerate(fns):
+        if f.is_kernel:
+            continue
+        names = NameSupply(f)
+        current = dataclasses.replace(module, functions=tuple(fns))
+        fns[i] = dataclasses.replace(f, body=post_order_map(f.body, rule(f, names, current)))
+    return tuple(fns)

@@ -40,7 +40,7 @@ from acrobat.ir.nodes import (
 from acrobat.ir.ops import REGISTRY
 from acrobat.ir.traversal import kernel_key, post_order_map, var_names, walk
 from acrobat.ir.types import TensorType, TupleType
-from acrobat.passes.base import NameSupply, PassContext, fresh_global
+from acrobat.passes.base import NameSupply, PassContext, fresh_global, map_host_functions
 
 
 def _passive(v: Expr) -> bool:
@@ -63,14 +63,7 @@ class CoarsenGrains:
         self.taken = set(module.function_map)
         self.groups: dict[str, list[list[str]]] = ctx.facts.setdefault("coarse_groups", {})
         self.merged = 0
-        fns = []
-        for f in module.functions:
-            if f.is_kernel:
-                fns.append(f)
-                continue
-            names = NameSupply(f)
-            body = post_order_map(f.body, lambda e, f=f, names=names: self.block(e, f, names))
-            fns.append(dataclasses.replace(f, body=body))
+        fns = map_host_functions(module, lambda f, names, _: lambda e: self.block(e, f, names))
         used = {x.kernel for f in fns for x in walk(f.body) if isinstance(x, KernelCall)}
         kernels = [f for f in fns if not f.is_kernel or f.name in used]
         kernels += [k for k in self.new.values()]

@@ -43,9 +43,9 @@ from acrobat.ir.nodes import (
     Var,
 )
 from acrobat.ir.ops import REGISTRY
-from acrobat.ir.traversal import kernel_key, post_order_map, var_names, walk
+from acrobat.ir.traversal import kernel_key, var_names, walk
 from acrobat.ir.types import TupleType
-from acrobat.passes.base import NameSupply, PassContext, fresh_global
+from acrobat.passes.base import NameSupply, PassContext, fresh_global, map_host_functions
 
 FUSABLE = ("elemwise", "broadcast", "injective", "reduction", "create", "opaque")
 
@@ -72,17 +72,15 @@ class FuseOps:
         self.kernels: dict[tuple, Function] = {}
         self.taken = set(module.function_map)
         self.sites = 0
-        fns = [self.function(module, f, depth, ctx) for f in module.functions]
+        fns = map_host_functions(module, lambda f, names, _: self.rule(f, names, depth, ctx))
         ctx.note(
             self.name,
             f"{self.sites} op group(s) -> {len(self.kernels)} distinct kernel(s)",
         )
-        return dataclasses.replace(module, functions=tuple(fns) + tuple(self.kernels.values()))
+        return dataclasses.replace(module, functions=fns + tuple(self.kernels.values()))
 
-    def function(self, m: Module, f: Function, depth, ctx) -> Function:
-        if f.is_kernel:
-            return f
-        names = NameSupply(f)
+    def rule(self, f: Function, names: NameSupply, depth, ctx: PassContext):
+        """The block rewrite for host function ``f``."""
         static = set()
         if depth is not None:
             static = {v for (fn, v), d in depth.static_sites.items() if fn == f.name}
@@ -92,7 +90,7 @@ class FuseOps:
                 return e
             return self.fuse_block(e, f.name, names, static, ctx.options.fusion)
 
-        return dataclasses.replace(f, body=post_order_map(f.body, block))
+        return block
 
     def fuse_block(self, e: Let, fn: str, names: NameSupply, static: set[str], fusion: bool):
         bs = list(e.bindings)

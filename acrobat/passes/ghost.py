@@ -19,10 +19,9 @@ from __future__ import annotations
 import dataclasses
 
 from acrobat.analysis.branch_costs import BranchCosts
-from acrobat.ir.nodes import Binding, Clause, Expr, If, Let, Match, Module, OpCall, Var
-from acrobat.ir.traversal import post_order_map
+from acrobat.ir.nodes import Binding, Clause, Expr, Function, If, Let, Match, Module, OpCall, Var
 from acrobat.ir.types import UNIT
-from acrobat.passes.base import NameSupply, PassContext
+from acrobat.passes.base import NameSupply, PassContext, map_host_functions
 
 
 def pad(e: Expr, k: int, names: NameSupply) -> Expr:
@@ -41,15 +40,12 @@ class AddGhostOps:
     def apply(self, module: Module, ctx: PassContext) -> Module:
         if not ctx.options.ghost_ops:
             return module
-        fns = list(module.functions)
-        for i, f in enumerate(fns):
-            if f.is_kernel:
-                continue
-            names = NameSupply(f)
-            current = dataclasses.replace(module, functions=tuple(fns))
+
+        def rule(f: Function, names: NameSupply, current: Module):
+            # costs of the module so far: callees padded before ``f`` count their ghosts
             costs = BranchCosts(current)
 
-            def one(e: Expr, f=f, names=names, costs=costs) -> Expr:
+            def one(e: Expr) -> Expr:
                 if not isinstance(e, (If, Match)):
                     return e
                 extra = costs.padding(e)
@@ -66,5 +62,6 @@ class AddGhostOps:
                 )
                 return dataclasses.replace(e, clauses=cl)
 
-            fns[i] = dataclasses.replace(f, body=post_order_map(f.body, one))
-        return dataclasses.replace(module, functions=tuple(fns))
+            return one
+
+        return dataclasses.replace(module, functions=map_host_functions(module, rule))

@@ -24,9 +24,8 @@ import dataclasses
 import numpy as np
 
 from acrobat.ir.nodes import Binding, Expr, Let, Module, OpCall, ParamDef, ParamRef, Var
-from acrobat.ir.traversal import post_order_map
 from acrobat.ir.types import TensorType
-from acrobat.passes.base import NameSupply, PassContext
+from acrobat.passes.base import NameSupply, PassContext, map_host_functions
 
 
 def _candidate(v: Expr):
@@ -50,16 +49,9 @@ class BatchHorizontally:
             return module
         self.new_params: list[ParamDef] = []
         self.cache: dict[tuple, tuple[str, str | None]] = {}
-        fns = []
-        for f in module.functions:
-            if f.is_kernel:
-                fns.append(f)
-                continue
-            names = NameSupply(f)
-            body = post_order_map(f.body, lambda e, names=names, f=f: self.block(e, names, ctx, f))
-            fns.append(dataclasses.replace(f, body=body))
+        fns = map_host_functions(module, lambda f, names, _: lambda e: self.block(e, names, ctx, f))
         return dataclasses.replace(
-            module, params=module.params + tuple(self.new_params), functions=tuple(fns)
+            module, params=module.params + tuple(self.new_params), functions=fns
         )
 
     def block(self, e: Expr, names: NameSupply, ctx: PassContext, f) -> Expr:

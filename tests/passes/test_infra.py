@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from acrobat.ir.nodes import Var
 from acrobat.ir.parser import parse_module
 from acrobat.ir.traversal import kernel_key, var_names
+from acrobat.passes.base import map_host_functions
 
 KERNELS = """# acrobat IR
 size H = 4
@@ -37,7 +39,50 @@ def test_kernel_key_ignores_variable_names_only():
     assert kernel_key(a) != kernel_key(c)
 
 
-def test_var_names_include_bound_variables():
+def test_var_names_are_the_variables_read():
     m = parse_module(KERNELS)
+    # bound inside and read: listed; the binding's own variable is not a read
     assert var_names(m.function_map["a"].body) == {"x", "t_1", "t_2"}
     assert var_names(m.function_map["main"].body) == {"x", "h"}
+
+
+def test_map_host_functions_keeps_kernels_and_rewrites_in_order():
+    m = parse_module(KERNELS)
+    seen: list[tuple[str, str, list[str]]] = []
+
+    def rule(f, names, current):
+        # ``current`` holds the rewritten earlier functions; ``names`` is fresh for ``f``
+        seen.append((f.name, names.fresh("h"), [g.name for g in current.functions]))
+
+        def one(e):
+            if isinstance(e, Var) and e.name == "h":
+                return Var("renamed", ty=e.ty)
+            return e
+
+        return one
+
+    fns = map_host_functions(m, rule)
+    assert [f.name for f in fns] == ["a", "b", "c", "main"]
+    assert fns[:3] == m.functions[:3]  # kernels are kept as they are
+    assert seen == [("main", "h_1", ["a", "b", "c", "main"])]
+    assert var_names(fns[3].body) == {"x", "renamed"}
+
+
+def test_map_host_functions_shows_earlier_rewrites():
+    src = (
+        KERNELS
+        + """def @g(%x: Tensor[4]) -> Tensor[4] {
+  %x
+}
+"""
+    )
+    m = parse_module(src)
+    bodies = []
+
+    def rule(f, names, current):
+        bodies.append(current.function_map["main"].body)
+        return lambda e: Var("x", ty=e.ty) if isinstance(e, Var) and e.name == "h" else e
+
+    fns = map_host_functions(m, rule)
+    assert bodies[0] == m.function_map["main"].body
+    assert bodies[1] == fns[3].body != m.function_map["main"].body
