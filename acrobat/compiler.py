@@ -145,9 +145,7 @@ def compile(  # noqa: A001 - the facade name of DESIGN.md §9
     if "after_coarsening" not in stats:
         stats["after_coarsening"] = count_sites(out)
     kernels = {
-        f.name: kernel_spec(f, ctx.facts.get("coarse_groups", {}))
-        for f in out.functions
-        if f.is_kernel
+        f.name: kernel_spec(f, ctx.facts.coarse_groups) for f in out.functions if f.is_kernel
     }
     result_taint = taint(out)
     for f in out.functions:
@@ -176,7 +174,7 @@ def compile(  # noqa: A001 - the facade name of DESIGN.md §9
         notes=ctx.notes,
         taint=result_taint,
         max_static_depth=max(depths, default=-1),
-        phases=ctx.facts.get("phases", 1),
+        phases=ctx.facts.phases,
         stats=stats,
     )
 

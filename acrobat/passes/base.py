@@ -15,7 +15,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -25,6 +25,29 @@ from acrobat.ir.verify import verify
 from acrobat.passes.options import CompileOptions
 from acrobat.trace import PassApplied, Trace
 
+if TYPE_CHECKING:
+    from acrobat.analysis.depth import DepthResult
+
+
+@dataclass
+class Facts:
+    """What passes found out about the module, for later passes and for lowering.
+
+    Each field has one writer; readers get the default when that pass did not run.
+
+    phases         program phases, ``phase()`` markers kept + 1 (ValidatePhases; 1 when
+                   phases are switched off); becomes ``CompiledProgram.phases``
+    coarse_groups  merged kernel -> the fusion kernels it was made of, in order
+                   (CoarsenGrains); a kernel not listed is one group, itself; becomes
+                   ``KernelSpec.groups``
+    depth          the static-depth analysis at kernel granularity of the latest
+                   HoistStaticDepth run (``None`` before it, or with hoisting off)
+    """
+
+    phases: int = 1
+    coarse_groups: dict[str, list[str]] = field(default_factory=dict)
+    depth: DepthResult | None = None
+
 
 @dataclass
 class PassContext:
@@ -32,7 +55,7 @@ class PassContext:
 
     options: CompileOptions
     params: dict[str, np.ndarray]
-    facts: dict[str, Any] = field(default_factory=dict)
+    facts: Facts = field(default_factory=Facts)
     log: list[tuple[str, str]] = field(default_factory=list)
     last_notes: list[str] = field(default_factory=list)
 

@@ -61,7 +61,7 @@ class CoarsenGrains:
         self.m = module
         self.new: dict[tuple, Function] = {}
         self.taken = set(module.function_map)
-        self.groups: dict[str, list[list[str]]] = ctx.facts.setdefault("coarse_groups", {})
+        self.groups: dict[str, list[str]] = ctx.facts.coarse_groups
         self.merged = 0
         fns = map_host_functions(module, lambda f, names, _: lambda e: self.block(e, f, names))
         used = {x.kernel for f in fns for x in walk(f.body) if isinstance(x, KernelCall)}

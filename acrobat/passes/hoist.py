@@ -30,7 +30,7 @@ class HoistStaticDepth:
             return module
         result = static_depths(module, is_kernel_step)
         static = result.static_sites
-        ctx.facts["depth"] = result
+        ctx.facts.depth = result
 
         def one(f):
             hoisted: list[int] = []

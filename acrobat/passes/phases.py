@@ -36,7 +36,7 @@ class ValidatePhases:
                         e.span,
                         hint="phase() may only appear as a statement directly in main",
                     )
-        ctx.facts["phases"] = len(top) + 1
+        ctx.facts.phases = len(top) + 1
         if ctx.options.phases or not top:
             if top:
                 ctx.note(self.name, f"{len(top) + 1} program phases")
@@ -45,7 +45,7 @@ class ValidatePhases:
             main.body,
             bindings=tuple(b for b in main.body.bindings if not isinstance(b.value, Phase)),
         )
-        ctx.facts["phases"] = 1
+        ctx.facts.phases = 1
         ctx.note(self.name, f"phases off: {len(top)} phase() marker(s) dropped")
         fns = tuple(dataclasses.replace(f, body=body) if f is main else f for f in module.functions)
         return dataclasses.replace(module, functions=fns)

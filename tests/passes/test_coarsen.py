@@ -88,7 +88,7 @@ def test_host_between_calls():
     main = out.function_map["main"].body
     assert [b.var.name for b in main.bindings][:2] == ["j", "n_1"]  # j moved before the call
     assert [k.kernel for k in kernel_calls(out, "main")] == ["main_node0", "main_node1"]
-    assert ctx.facts["coarse_groups"]["main_node0"] == ["k_dense", "k_embed_add"]
+    assert ctx.facts.coarse_groups["main_node0"] == ["k_dense", "k_embed_add"]
     assert ctx.notes["CoarsenGrains"] == ["2 run(s) of kernel calls merged into one node each"]
 
 

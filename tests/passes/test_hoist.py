@@ -59,7 +59,7 @@ def test_hoist_golden():
     out, ctx = check_pass(HoistStaticDepth(), fused, params, xs, case="rnn")
     assert [k.depth for k in kernel_calls(out, "rnn")] == [0, 1, None]
     assert [k.depth for k in kernel_calls(out, "main")] == [0]
-    assert ctx.facts["depth"].max_static == 1
+    assert ctx.facts.depth.max_static == 1
     assert ctx.notes["HoistStaticDepth"] == [
         "rnn: 2 kernel call(s) at static depth 0..1",
         "main: 1 kernel call(s) at static depth 0",

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import acrobat
+from acrobat.analysis.depth import DepthResult
+from acrobat.compiler import default_passes
 from acrobat.ir.nodes import Var
 from acrobat.ir.parser import parse_module
 from acrobat.ir.traversal import kernel_key, var_names
-from acrobat.passes.base import map_host_functions
+from acrobat.passes.base import Facts, map_host_functions
+from acrobat.passes.options import CompileOptions
+from tests.passes.helpers import run
 
 KERNELS = """# acrobat IR
 size H = 4
@@ -86,3 +91,16 @@ def test_map_host_functions_shows_earlier_rewrites():
     fns = map_host_functions(m, rule)
     assert bodies[0] == m.function_map["main"].body
     assert bodies[1] == fns[3].body != m.function_map["main"].body
+
+
+def test_facts_after_the_default_pipeline():
+    spec = acrobat.models.load("treelstm", "tiny")
+    out, ctx = run(default_passes(), spec.module, spec.params)
+    assert isinstance(ctx.facts, Facts)
+    assert ctx.facts.phases == 1
+    assert isinstance(ctx.facts.depth, DepthResult)
+    kernels = {f.name for f in out.functions if f.is_kernel}
+    assert ctx.facts.coarse_groups and set(ctx.facts.coarse_groups) <= kernels
+    assert all(isinstance(g, str) for gs in ctx.facts.coarse_groups.values() for g in gs)
+    off, ctx = run(default_passes(), spec.module, spec.params, CompileOptions(hoisting=False))
+    assert ctx.facts.depth is None

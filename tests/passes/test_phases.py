@@ -55,7 +55,7 @@ def test_top_level_phases_are_counted():
     rng = np.random.default_rng(0)
     out, ctx = check_pass(ValidatePhases(), m, acrobat.init_params(m), [vec(rng, 4)], anf=False)
     assert out == m
-    assert ctx.facts["phases"] == 3 and ctx.notes["ValidatePhases"] == ["3 program phases"]
+    assert ctx.facts.phases == 3 and ctx.notes["ValidatePhases"] == ["3 program phases"]
 
 
 def test_phases_off_drops_the_markers():
@@ -71,7 +71,7 @@ def test_phases_off_drops_the_markers():
         anf=False,
     )
     assert "phase()" not in out.pretty()
-    assert ctx.facts["phases"] == 1
+    assert ctx.facts.phases == 1
     assert ctx.notes["ValidatePhases"] == ["phases off: 2 phase() marker(s) dropped"]
 
 
