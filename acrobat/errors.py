@@ -91,3 +91,7 @@ class EvaluationError(AcrobatError):
 
 class BackendUnavailableError(AcrobatError):
     """The requested backend cannot run here (e.g. no CuPy, no CUDA driver, no device)."""
+
+
+class PipelineError(AcrobatError):
+    """A pass pipeline runs a pass before the module has what the pass requires."""

@@ -5,8 +5,8 @@ projection, ``map`` and every ``if`` condition / ``match`` scrutinee becomes an 
 (variable, constant, weight or global); every intermediate result is named by a ``let``.
 Nested ``let`` blocks in value position are flattened into the enclosing block.
 
-Needs: a typed module. Guarantees: ``verify(m, anf=True)`` holds, types unchanged,
-evaluation unchanged. Branch bodies (if/match arms, function bodies) are blocks.
+Provides ``anf`` (see :class:`~acrobat.passes.base.Property`; branch bodies — if/match
+arms, function bodies — are blocks). Types and evaluation unchanged.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from acrobat.ir.nodes import (
     TupleExpr,
     Var,
 )
-from acrobat.passes.base import NameSupply, PassContext, map_functions
+from acrobat.passes.base import NameSupply, PassContext, Property, map_functions
 
 
 def make_block(bindings: list[Binding], body: Expr) -> Expr:
@@ -101,6 +101,8 @@ class ToANF:
     """Put every function into A-normal form."""
 
     name = "ToANF"
+    requires: frozenset[Property] = frozenset()
+    provides = frozenset({Property.ANF})
 
     def apply(self, module: Module, ctx: PassContext) -> Module:
         def one(f: Function) -> Function:

@@ -1,12 +1,17 @@
 """Pass infrastructure: passes, the context they share, the pipeline and its instruments.
 
 A pass is a small object with a ``name`` and ``apply(module, ctx) -> module``; it never
-mutates its input (IR nodes are frozen). Passes that derive new weights at compile time
-(folding weight-only expressions, concatenating weights) add them to ``ctx.params``
-under new names and record what they did in ``ctx.notes``; existing entries are never
-changed. Instruments are called before and after every pass: one records the IR text
-of each step as a :class:`~acrobat.trace.PassApplied` event for the explorer's pass-diff
-view, another runs the verifier between passes in tests.
+mutates its input (IR nodes are frozen). It declares the module :class:`Property` set it
+``requires``, ``provides`` and ``invalidates`` as class attributes, and
+:class:`Pipeline` checks them before running anything. Passes that derive new weights
+at compile time (folding weight-only expressions, concatenating weights) add them to
+``ctx.params`` under new names and record what they did in ``ctx.notes``; existing
+entries are never changed. What a pass finds out for later passes and for lowering goes
+into the typed ``ctx.facts`` (:class:`Facts`). Most passes rewrite each host function's
+blocks bottom-up: :func:`map_host_functions` is that loop. Instruments are called
+before and after every pass: one records the IR text of each step as a
+:class:`~acrobat.trace.PassApplied` event for the explorer's pass-diff view, another
+runs the verifier between passes in tests.
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from acrobat.errors import PipelineError
 from acrobat.ir.nodes import Expr, Function, Module
 from acrobat.ir.traversal import bound_vars, post_order_map
 from acrobat.ir.verify import verify
@@ -72,12 +79,54 @@ class PassContext:
         return out
 
 
+class Property(StrEnum):
+    """Properties of a module that passes need and establish (see :meth:`Pipeline.check`).
+
+    Every module is typed and binds each variable once per function (the verifier checks
+    both after every pass), so those are not listed. A pass that an option switches off
+    returns its input unchanged and still counts as having run: the step is done, as
+    the identity.
+    """
+
+    TOP_LEVEL_PHASES = "top-level-phases"
+    """``phase()`` appears only in the entry's top-level block (ValidatePhases)."""
+    ANF = "anf"
+    """Every operand is an atom and every intermediate value is named by a ``let``;
+    branch bodies are blocks; ``verify(m, anf=True)`` holds (ToANF)."""
+    SPECIALIZED = "specialized"
+    """Weights reach each function as ``$W``, one clone per weight context, wherever the
+    taint analysis allows (SpecializeWeights)."""
+    KERNELS = "kernels"
+    """Every tensor op except host reads is inside a kernel (FuseOps)."""
+    HOISTED = "hoisted"
+    """Every kernel call site's static depth is up to date: the call sites that do not
+    depend on recursion carry their depth, the others none (HoistStaticDepth)."""
+
+
 class Pass(Protocol):
-    """A module-to-module transformation."""
+    """A module-to-module transformation.
+
+    Besides ``name`` and ``apply``, a pass declares what it needs as data, as class
+    attributes (an absent one means the empty set):
+
+    requires     properties that must hold when it runs
+    provides     properties that hold after it
+    invalidates  properties that may no longer hold after it (other properties are kept)
+
+    :class:`Pipeline` checks the declarations before it runs anything.
+    """
 
     name: str
+    requires: frozenset[Property]
+    provides: frozenset[Property]
+    invalidates: frozenset[Property]
 
     def apply(self, module: Module, ctx: PassContext) -> Module: ...
+
+
+def declared(p: Pass, what: str) -> frozenset[Property]:
+    """``p.requires``, ``p.provides`` or ``p.invalidates`` (empty when not declared)."""
+    return frozenset(getattr(p, what, ()))
 
 
 class Instrument:
@@ -103,25 +152,85 @@ class TraceInstrument(Instrument):
 
 
 class VerifyInstrument(Instrument):
-    """Runs the IR verifier after every pass (used by the tests)."""
+    """Runs the IR verifier after every pass (used by the tests).
+
+    The ANF rules are checked from the first pass that provides ``anf`` on, or, when
+    ``anf_after`` is given, from the first pass named in it on.
+    """
 
     def __init__(self, anf_after: set[str] | None = None):
-        self.anf_after = anf_after or set()
+        self.anf_after = anf_after
         self.anf = False
 
     def after(self, p, before, after, ctx, ms):
-        self.anf = self.anf or p.name in self.anf_after
+        if self.anf_after is None:
+            starts = Property.ANF in declared(p, "provides")
+        else:
+            starts = p.name in self.anf_after
+        self.anf = self.anf or starts
         verify(after, anf=self.anf)
 
 
 @dataclass
 class Pipeline:
-    """An ordered list of passes run with instruments."""
+    """An ordered list of passes run with instruments.
+
+    ``given`` are the properties the input module already has (none for a module fresh
+    from the frontend). Before running anything, :meth:`run` checks with :meth:`check`
+    that every pass's ``requires`` hold at its position.
+    """
 
     passes: list[Pass]
     instruments: list[Instrument] = field(default_factory=list)
+    given: frozenset[Property] = frozenset()
+
+    def check(self) -> None:
+        """Raise :class:`PipelineError` at the first pass whose requirements do not hold.
+
+        Walks the passes in order from ``given``: before each pass its ``requires`` must
+        be held; after it, its ``invalidates`` are dropped and its ``provides`` added.
+        """
+        held = set(self.given)
+        by: dict[Property, int] = {}  # the step that last provided or invalidated each one
+        for i, p in enumerate(self.passes):
+            missing = sorted(declared(p, "requires") - held)
+            if missing:
+                raise self._missing(i, missing[0], by.get(missing[0]))
+            for prop in declared(p, "invalidates"):
+                held.discard(prop)
+                by[prop] = i
+            for prop in declared(p, "provides"):
+                held.add(prop)
+                by[prop] = i
+
+    def _missing(self, i: int, prop: Property, last: int | None) -> PipelineError:
+        p = self.passes[i]
+        step = f"{p.name} (step {i + 1})"
+        later = [
+            (j, q) for j, q in enumerate(self.passes) if j > i and prop in declared(q, "provides")
+        ]
+        if last is not None:  # provided, then invalidated
+            culprit = self.passes[last]
+            return PipelineError(
+                f"{step} requires {prop.value!r}, which {culprit.name} (step {last + 1}) "
+                "invalidates",
+                hint=f"run a pass that provides {prop.value!r} between {culprit.name} and {p.name}",
+            )
+        if later:
+            j, q = later[0]
+            return PipelineError(
+                f"{step} requires {prop.value!r}, which {q.name} provides only later "
+                f"(step {j + 1})",
+                hint=f"run {q.name} before {p.name}",
+            )
+        return PipelineError(
+            f"{step} requires {prop.value!r}, which no pass before it provides",
+            hint=f"add a pass that provides {prop.value!r} before {p.name}, or list it in "
+            "Pipeline(given=...) when the input module already has it",
+        )
 
     def run(self, module: Module, ctx: PassContext) -> Module:
+        self.check()
         for p in self.passes:
             for ins in self.instruments:
                 ins.before(p, module, ctx)

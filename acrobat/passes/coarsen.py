@@ -13,11 +13,11 @@ the merged call. Hoisted (static-depth) and dynamic calls are never mixed, and t
 calls merge only at the same static depth or when the later one reads the earlier one.
 The merged node is given its first member's depth, which can be too early (a later
 member may read a value from outside the run that is ready only at its own depth), so
-the pipeline runs HoistStaticDepth again after this pass to recompute it. The merged
+this pass invalidates ``hoisted`` and the pipeline runs HoistStaticDepth again after it. The merged
 kernel keeps the fusion groups of its members (``coarse_groups`` in the kernel spec) so
 GPU code generation can still launch one fused kernel per group.
 
-Needs: kernels, ANF. Guarantees: ANF, same results.
+Same results.
 """
 
 from __future__ import annotations
@@ -40,7 +40,13 @@ from acrobat.ir.nodes import (
 from acrobat.ir.ops import REGISTRY
 from acrobat.ir.traversal import kernel_key, post_order_map, var_names, walk
 from acrobat.ir.types import TensorType, TupleType
-from acrobat.passes.base import NameSupply, PassContext, fresh_global, map_host_functions
+from acrobat.passes.base import (
+    NameSupply,
+    PassContext,
+    Property,
+    fresh_global,
+    map_host_functions,
+)
 
 
 def _passive(v: Expr) -> bool:
@@ -54,6 +60,8 @@ class CoarsenGrains:
     """Merge runs of kernel calls into single kernels."""
 
     name = "CoarsenGrains"
+    requires = frozenset({Property.ANF, Property.KERNELS})
+    invalidates = frozenset({Property.HOISTED})  # a merged call has its first member's depth
 
     def apply(self, module: Module, ctx: PassContext) -> Module:
         if not ctx.options.coarsening:

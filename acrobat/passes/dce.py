@@ -11,8 +11,8 @@ zero, and a batched run must raise the same instance's error. May fail: ``embed`
 its id is a constant inside the table), host ``/ // % **``, ``scalar`` of a host int
 (the int64 range), and calls of functions or kernels that contain any of these.
 
-Needs: unique names per function. Guarantees: same results and the same errors, fewer
-bindings.
+Requires nothing beyond what every module has (unique names per function). Same results
+and the same errors, fewer bindings.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from acrobat.ir.nodes import (
 )
 from acrobat.ir.traversal import post_order_map, var_names, walk
 from acrobat.ir.types import FLOAT, TensorType
-from acrobat.passes.base import PassContext
+from acrobat.passes.base import PassContext, Property
 
 
 def _effectful(e: Expr) -> bool:
@@ -101,6 +101,7 @@ class EliminateDeadCode:
     """Remove unused pure bindings and unreachable functions."""
 
     name = "EliminateDeadCode"
+    requires: frozenset[Property] = frozenset()
 
     def apply(self, module: Module, ctx: PassContext) -> Module:
         fns = []

@@ -10,7 +10,7 @@ replace the binding's value by ``$_fold<k>``. Ops with no weight operand at all
 value into a weight. (PAPER.md optimization 1: "ops that depend only on weights stay
 unbatched".)
 
-Needs: ANF, ``ctx.params``. Guarantees: ANF, same results (same op implementations).
+Reads the weights in ``ctx.params``. Same results (same op implementations).
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ from acrobat.ir.nodes import Binding, Const, Expr, Let, Module, OpCall, ParamDef
 from acrobat.ir.ops import REGISTRY
 from acrobat.ir.traversal import post_order_map
 from acrobat.ir.types import TensorType
-from acrobat.passes.base import PassContext
+from acrobat.passes.base import PassContext, Property
 
 
 class FoldWeightExpressions:
     """Replace weight-only tensor ops by derived weights computed once."""
 
     name = "FoldWeightExpressions"
+    requires = frozenset({Property.ANF})
 
     def apply(self, module: Module, ctx: PassContext) -> Module:
         if not ctx.options.taint_specialization:

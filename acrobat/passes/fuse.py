@@ -21,7 +21,7 @@ Correctness: a group is contiguous in the block and closed before any use of its
 outside it, so moving its ops into one call placed at the group's end keeps every
 operand defined before use. With ``options.fusion`` off every op is its own kernel.
 
-Needs: ANF. Guarantees: ANF; every tensor op except host reads is inside a kernel.
+Provides ``kernels`` (every tensor op except host reads is inside a kernel). Same results.
 """
 
 from __future__ import annotations
@@ -45,7 +45,13 @@ from acrobat.ir.nodes import (
 from acrobat.ir.ops import REGISTRY
 from acrobat.ir.traversal import kernel_key, var_names, walk
 from acrobat.ir.types import TupleType
-from acrobat.passes.base import NameSupply, PassContext, fresh_global, map_host_functions
+from acrobat.passes.base import (
+    NameSupply,
+    PassContext,
+    Property,
+    fresh_global,
+    map_host_functions,
+)
 
 FUSABLE = ("elemwise", "broadcast", "injective", "reduction", "create", "opaque")
 
@@ -66,6 +72,9 @@ class FuseOps:
     """Turn tensor ops into kernel functions and kernel calls."""
 
     name = "FuseOps"
+    requires = frozenset({Property.ANF})
+    provides = frozenset({Property.KERNELS})
+    invalidates = frozenset({Property.HOISTED})  # its new kernel calls have no depth yet
 
     def apply(self, module: Module, ctx: PassContext) -> Module:
         depth = static_depths(module, is_tensor_step) if ctx.options.hoisting else None

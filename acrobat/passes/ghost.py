@@ -11,7 +11,7 @@ are compared by the steps BEFORE that call, and padded just before it, so every 
 enters the next recursion step at the same depth. Unlike the artifact (branches of
 fewer than 5 kernels only), any fixed counts are padded; inner branches are padded first.
 
-Needs: kernels, hoisting done. Guarantees: same values (ghosts compute nothing).
+Requires ``kernels`` and ``hoisted`` (up to date). Same values (ghosts compute nothing).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import dataclasses
 from acrobat.analysis.branch_costs import BranchCosts
 from acrobat.ir.nodes import Binding, Clause, Expr, Function, If, Let, Match, Module, OpCall, Var
 from acrobat.ir.types import UNIT
-from acrobat.passes.base import NameSupply, PassContext, map_host_functions
+from acrobat.passes.base import NameSupply, PassContext, Property, map_host_functions
 
 
 def pad(e: Expr, k: int, names: NameSupply) -> Expr:
@@ -36,6 +36,7 @@ class AddGhostOps:
     """Equalize the dynamic depth of branches with fixed, different kernel counts."""
 
     name = "AddGhostOps"
+    requires = frozenset({Property.KERNELS, Property.HOISTED})
 
     def apply(self, module: Module, ctx: PassContext) -> Module:
         if not ctx.options.ghost_ops:

@@ -7,7 +7,7 @@ so e.g. all leaf computations of all trees of a batch run in the first buckets
 (PAPER.md optimization 5; the artifact's ``HoistNonSequentialOps``). Dynamic code starts
 after the deepest hoisted level.
 
-Needs: kernels (after FuseOps). Guarantees: same results (depths only schedule).
+Provides ``hoisted``. Same results (depths only schedule).
 """
 
 from __future__ import annotations
@@ -17,13 +17,15 @@ import dataclasses
 from acrobat.analysis.depth import is_kernel_step, static_depths
 from acrobat.ir.nodes import Binding, Expr, KernelCall, Let, Module
 from acrobat.ir.traversal import post_order_map
-from acrobat.passes.base import PassContext, map_functions
+from acrobat.passes.base import PassContext, Property, map_functions
 
 
 class HoistStaticDepth:
     """Annotate static kernel call sites with their depth."""
 
     name = "HoistStaticDepth"
+    requires = frozenset({Property.KERNELS})
+    provides = frozenset({Property.HOISTED})
 
     def apply(self, module: Module, ctx: PassContext) -> Module:
         if not ctx.options.hoisting:

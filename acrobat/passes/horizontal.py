@@ -14,7 +14,8 @@ is placed at the first one's position: every operand (``x``, weights) is defined
 Independent dense ops on different inputs are not merged (stacking inputs only moves
 copies around on a CPU).
 
-Needs: ANF, specialization done (weights are ``$W``). Guarantees: ANF, same results.
+Requires ``specialized``: only operands that are weights (``$W``) are merged. Same
+results.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 
 from acrobat.ir.nodes import Binding, Expr, Let, Module, OpCall, ParamDef, ParamRef, Var
 from acrobat.ir.types import TensorType
-from acrobat.passes.base import NameSupply, PassContext, map_host_functions
+from acrobat.passes.base import NameSupply, PassContext, Property, map_host_functions
 
 
 def _candidate(v: Expr):
@@ -43,6 +44,7 @@ class BatchHorizontally:
     """Merge same-input dense ops into one dense on concatenated weights."""
 
     name = "BatchHorizontally"
+    requires = frozenset({Property.ANF, Property.SPECIALIZED})
 
     def apply(self, module: Module, ctx: PassContext) -> Module:
         if not ctx.options.horizontal_batching:

@@ -8,7 +8,7 @@ the call's binding, which then binds the callee's result. Calls inside ``paralle
 ``map`` are left alone: they are independent by declaration, and inlining them would
 serialize them. Why: fewer host calls, and kernels of the callee fuse with the caller's.
 
-Needs: ANF, unique names per function. Guarantees: ANF, same results.
+Same results.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import dataclasses
 from acrobat.analysis.callgraph import call_graph
 from acrobat.ir.nodes import Binding, Expr, FnCall, Function, Let, Module, Var
 from acrobat.ir.traversal import bound_vars, post_order_map, walk
-from acrobat.passes.base import NameSupply, PassContext, map_functions
+from acrobat.passes.base import NameSupply, PassContext, Property, map_functions
 
 
 def size(f: Function) -> int:
@@ -59,6 +59,7 @@ class InlineSmallFunctions:
     """Inline small non-recursive functions at their direct call sites."""
 
     name = "InlineSmallFunctions"
+    requires = frozenset({Property.ANF})  # arguments are atoms: substituting them is safe
 
     def apply(self, module: Module, ctx: PassContext) -> Module:
         cg = call_graph(module)

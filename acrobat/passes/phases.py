@@ -5,7 +5,7 @@ in a branch, a loop or another function) and raises :class:`AcrobatPhaseError` w
 source line otherwise. With ``options.phases`` off, the markers are dropped: the whole
 program is then one phase (used to measure what phases buy).
 
-Needs: nothing. Guarantees: phases are top-level bindings of the entry.
+Provides ``top-level-phases``; facts: ``ctx.facts.phases``.
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ import dataclasses
 from acrobat.errors import AcrobatPhaseError
 from acrobat.ir.nodes import Let, Module, Phase
 from acrobat.ir.traversal import walk
-from acrobat.passes.base import PassContext
+from acrobat.passes.base import PassContext, Property
 
 
 class ValidatePhases:
     """Reject misplaced phases; drop them all when phases are switched off."""
 
     name = "ValidatePhases"
+    requires: frozenset[Property] = frozenset()
+    provides = frozenset({Property.TOP_LEVEL_PHASES})
 
     def apply(self, module: Module, ctx: PassContext) -> Module:
         main = module.main

@@ -12,8 +12,7 @@ substituting the context's weights for its parameters does not change any value.
 What it buys: in every kernel each weight argument is one known parameter — reused
 across the batch, never gathered — and kernel identity alone is the batching signature.
 
-Needs: ANF (arguments are atoms). Guarantees: ANF, same results; unreachable functions
-are dropped.
+Provides ``specialized``. Same results; unreachable functions are dropped.
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from acrobat.ir.nodes import (
     Var,
 )
 from acrobat.ir.traversal import post_order_map
-from acrobat.passes.base import PassContext, fresh_global
+from acrobat.passes.base import PassContext, Property, fresh_global
 
 
 def weight_expr(a, ty) -> Expr:
@@ -47,6 +46,8 @@ class SpecializeWeights:
     """One clone per weight context; weight parameters become the weights themselves."""
 
     name = "SpecializeWeights"
+    requires = frozenset({Property.ANF})  # call arguments are atoms
+    provides = frozenset({Property.SPECIALIZED})
 
     def apply(self, module: Module, ctx: PassContext) -> Module:
         if not ctx.options.taint_specialization:

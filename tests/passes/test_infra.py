@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import pytest
+
 import acrobat
 from acrobat.analysis.depth import DepthResult
 from acrobat.compiler import default_passes
+from acrobat.errors import PipelineError
 from acrobat.ir.nodes import Var
 from acrobat.ir.parser import parse_module
 from acrobat.ir.traversal import kernel_key, var_names
-from acrobat.passes.base import Facts, map_host_functions
-from acrobat.passes.options import CompileOptions
+from acrobat.passes.anf import ToANF
+from acrobat.passes.base import (
+    Facts,
+    Instrument,
+    PassContext,
+    Pipeline,
+    Property,
+    VerifyInstrument,
+    declared,
+    map_host_functions,
+)
+from acrobat.passes.fuse import FuseOps
+from acrobat.passes.hoist import HoistStaticDepth
+from acrobat.passes.options import OPTIMIZATIONS, CompileOptions
 from tests.passes.helpers import run
 
 KERNELS = """# acrobat IR
@@ -104,3 +119,71 @@ def test_facts_after_the_default_pipeline():
     assert all(isinstance(g, str) for gs in ctx.facts.coarse_groups.values() for g in gs)
     off, ctx = run(default_passes(), spec.module, spec.params, CompileOptions(hoisting=False))
     assert ctx.facts.depth is None
+
+
+def test_default_pipeline_satisfies_every_declaration():
+    passes = default_passes()
+    Pipeline(passes).check()
+    for p in passes:  # every built-in pass declares what it requires, even when nothing
+        assert isinstance(type(p).__dict__.get("requires"), frozenset), p.name
+        assert all(isinstance(x, Property) for x in declared(p, "requires"))
+
+
+def test_pass_before_what_it_requires_names_both():
+    with pytest.raises(PipelineError) as err:
+        Pipeline([FuseOps(), ToANF()]).check()
+    msg = str(err.value)
+    assert "FuseOps (step 1) requires 'anf'" in msg and "ToANF provides only later (step 2)" in msg
+    assert err.value.hint == "run ToANF before FuseOps"
+
+
+def test_invalidated_property_names_the_pass_that_broke_it():
+    passes = default_passes()
+    second_hoist = [i for i, p in enumerate(passes) if p.name == "HoistStaticDepth"][1]
+    del passes[second_hoist]
+    with pytest.raises(PipelineError, match=r"AddGhostOps .* requires 'hoisted'.*CoarsenGrains"):
+        Pipeline(passes).check()
+
+
+def test_missing_provider_and_given_properties():
+    with pytest.raises(PipelineError, match="no pass before it provides"):
+        Pipeline([FuseOps()]).check()
+    Pipeline([FuseOps(), HoistStaticDepth()], given=frozenset({Property.ANF})).check()
+
+
+def test_run_checks_before_running_any_pass():
+    seen = []
+
+    class Record(Instrument):
+        def before(self, p, module, ctx):
+            seen.append(p.name)
+
+    spec = acrobat.models.load("birnn", "tiny")
+    ctx = PassContext(CompileOptions(), dict(spec.params))
+    with pytest.raises(PipelineError):
+        Pipeline([ToANF(), HoistStaticDepth()], [Record()]).run(spec.module, ctx)
+    assert seen == []
+
+
+def test_undeclared_pass_counts_as_requiring_nothing():
+    class Identity:
+        name = "Identity"
+
+        def apply(self, module, ctx):
+            return module
+
+    passes = default_passes()
+    passes.insert(3, Identity())
+    spec = acrobat.models.load("birnn", "tiny")
+    ctx = PassContext(CompileOptions(), dict(spec.params))
+    out = Pipeline(passes).run(spec.module, ctx)
+    assert any(f.is_kernel for f in out.functions)
+
+
+@pytest.mark.parametrize("off", OPTIMIZATIONS)
+def test_switched_off_passes_still_satisfy_the_pipeline(off):
+    spec = acrobat.models.load("treelstm", "tiny")
+    options = CompileOptions().without(off)
+    ins = VerifyInstrument()  # ANF checked from the pass that provides it
+    prog = acrobat.compile(spec.module, spec.params, options, instruments=[ins])
+    assert ins.anf and prog.kernels
