@@ -5,8 +5,8 @@ projection, ``map`` and every ``if`` condition / ``match`` scrutinee becomes an 
 (variable, constant, weight or global); every intermediate result is named by a ``let``.
 Nested ``let`` blocks in value position are flattened into the enclosing block.
 
-Provides ``anf`` (see :class:`~acrobat.passes.base.Property`; branch bodies — if/match
-arms, function bodies — are blocks). Types and evaluation unchanged.
+Branch bodies (if/match arms, function bodies) are blocks. Types and evaluation
+unchanged.
 """
 
 from __future__ import annotations

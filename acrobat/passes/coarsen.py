@@ -13,9 +13,10 @@ the merged call. Hoisted (static-depth) and dynamic calls are never mixed, and t
 calls merge only at the same static depth or when the later one reads the earlier one.
 The merged node is given its first member's depth, which can be too early (a later
 member may read a value from outside the run that is ready only at its own depth), so
-this pass invalidates ``hoisted`` and the pipeline runs HoistStaticDepth again after it. The merged
-kernel keeps the fusion groups of its members (``coarse_groups`` in the kernel spec) so
-GPU code generation can still launch one fused kernel per group.
+this pass invalidates ``hoisted`` and the pipeline runs HoistStaticDepth again after it.
+The merged kernel keeps the fusion groups of its members (``ctx.facts.coarse_groups``,
+then ``groups`` in the kernel spec) so GPU code generation can still launch one fused
+kernel per group.
 
 Same results.
 """

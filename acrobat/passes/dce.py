@@ -11,8 +11,7 @@ zero, and a batched run must raise the same instance's error. May fail: ``embed`
 its id is a constant inside the table), host ``/ // % **``, ``scalar`` of a host int
 (the int64 range), and calls of functions or kernels that contain any of these.
 
-Requires nothing beyond what every module has (unique names per function). Same results
-and the same errors, fewer bindings.
+Same results and the same errors, fewer bindings.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ Correctness: a group is contiguous in the block and closed before any use of its
 outside it, so moving its ops into one call placed at the group's end keeps every
 operand defined before use. With ``options.fusion`` off every op is its own kernel.
 
-Provides ``kernels`` (every tensor op except host reads is inside a kernel). Same results.
+Same results.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ are compared by the steps BEFORE that call, and padded just before it, so every 
 enters the next recursion step at the same depth. Unlike the artifact (branches of
 fewer than 5 kernels only), any fixed counts are padded; inner branches are padded first.
 
-Requires ``kernels`` and ``hoisted`` (up to date). Same values (ghosts compute nothing).
+Same values (ghosts compute nothing).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ so e.g. all leaf computations of all trees of a batch run in the first buckets
 (PAPER.md optimization 5; the artifact's ``HoistNonSequentialOps``). Dynamic code starts
 after the deepest hoisted level.
 
-Provides ``hoisted``. Same results (depths only schedule).
+Writes ``ctx.facts.depth``. Same results (depths only schedule).
 """
 
 from __future__ import annotations

@@ -14,8 +14,7 @@ is placed at the first one's position: every operand (``x``, weights) is defined
 Independent dense ops on different inputs are not merged (stacking inputs only moves
 copies around on a CPU).
 
-Requires ``specialized``: only operands that are weights (``$W``) are merged. Same
-results.
+Same results.
 """
 
 from __future__ import annotations
@@ -44,7 +43,7 @@ class BatchHorizontally:
     """Merge same-input dense ops into one dense on concatenated weights."""
 
     name = "BatchHorizontally"
-    requires = frozenset({Property.ANF, Property.SPECIALIZED})
+    requires = frozenset({Property.ANF, Property.SPECIALIZED})  # weights are ``$W`` operands
 
     def apply(self, module: Module, ctx: PassContext) -> Module:
         if not ctx.options.horizontal_batching:

@@ -5,7 +5,7 @@ in a branch, a loop or another function) and raises :class:`AcrobatPhaseError` w
 source line otherwise. With ``options.phases`` off, the markers are dropped: the whole
 program is then one phase (used to measure what phases buy).
 
-Provides ``top-level-phases``; facts: ``ctx.facts.phases``.
+Writes ``ctx.facts.phases``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ substituting the context's weights for its parameters does not change any value.
 What it buys: in every kernel each weight argument is one known parameter — reused
 across the batch, never gathered — and kernel identity alone is the batching signature.
 
-Provides ``specialized``. Same results; unreachable functions are dropped.
+Same results; unreachable functions are dropped.
 """
 
 from __future__ import annotations
