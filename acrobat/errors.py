@@ -91,3 +91,11 @@ class EvaluationError(AcrobatError):
 
 class BackendUnavailableError(AcrobatError):
     """The requested backend cannot run here (e.g. no CuPy, no CUDA driver, no device)."""
+
+
+class MissingLoweringError(AcrobatError):
+    """A kernel uses an op that a backend has no lowering rule for (``op`` names it)."""
+
+    def __init__(self, op: str, backend: str, kernel: str, hint: str | None = None):
+        self.op, self.backend, self.kernel = op, backend, kernel
+        super().__init__(f"kernel {kernel}: no {backend} rule for op {op!r}", None, hint)

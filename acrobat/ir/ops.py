@@ -234,7 +234,9 @@ _UNARY = {
 }
 
 
-def _unary_rule(name):
+def same_type_rule(name: str):
+    """The type rule of an elementwise op: the type of its one tensor argument."""
+
     def rule(ts, attrs):
         return _tensor(ts[0], f"argument of {name}")
 
@@ -249,7 +251,7 @@ for _name, _fn in _UNARY.items():
         _fn,
         doc=f"elementwise {_name}",
         flops=per_element(5 if _name == "gelu" else 1),
-    )(_unary_rule(_name))
+    )(same_type_rule(_name))
 
 _BINARY = {
     "add": np.add,
@@ -261,7 +263,9 @@ _BINARY = {
 }
 
 
-def _binary_rule(name):
+def broadcast_type_rule(name: str):
+    """The type rule of a broadcasting op: NumPy broadcasting of two tensors of one dtype."""
+
     def rule(ts, attrs):
         a, b = _tensors(ts, name)
         return TensorType(broadcast_shapes(a.shape, b.shape, name), _same_dtype([a, b], name))
@@ -270,7 +274,9 @@ def _binary_rule(name):
 
 
 for _name, _fn in _BINARY.items():
-    register(_name, 2, OpKind.BROADCAST, _fn, doc=f"broadcasting {_name}")(_binary_rule(_name))
+    register(_name, 2, OpKind.BROADCAST, _fn, doc=f"broadcasting {_name}")(
+        broadcast_type_rule(_name)
+    )
 
 
 # ----------------------------------------------------------------------------- linear algebra
