@@ -123,3 +123,9 @@ def test_bad_definitions_are_typed_errors(new_ops):
     with pytest.raises(AcrobatTypeError, match="1 or 2"):
         define_elementwise_op("fma", numpy=np.add, cuda="{0}", arity=3)
     assert not {"cube", "fma", "soft plus"} & set(REGISTRY)
+
+
+@pytest.mark.gpu
+def test_runs_on_a_gpu(new_ops):
+    prog, xs, refs = _program()
+    assert_outputs_equal(acrobat.run(prog, xs, backend="cupy").outputs, refs, "new ops on cupy")
