@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from acrobat.analysis.taint import TaintResult, taint
+from acrobat.ir import ops
 from acrobat.ir.nodes import Binding, Function, KernelCall, Let, Module, OpCall, ParamRef
 from acrobat.ir.traversal import walk
-from acrobat.ir.types import ScalarType, TensorType, TupleType, Type
+from acrobat.ir.types import ScalarType, TupleType, Type
 from acrobat.ir.values import check_params
 from acrobat.passes.anf import ToANF
 from acrobat.passes.base import Instrument, PassContext, Pipeline, TraceInstrument
@@ -193,29 +194,9 @@ def kernel_spec(f: Function, coarse_groups: dict[str, list[str]]) -> KernelSpec:
 
 
 def op_flops(e: OpCall) -> int:
-    """Floating-point operations of one op for one instance (multiply-add = 2)."""
-    out = e.ty
-    if e.op in ("dense", "matmul", "batch_matmul"):
-        a = e.args[0].ty
-        k = a.shape[-1] if a.shape else 1
-        n = out.size if isinstance(out, TensorType) else 0
-        return 2 * k * n + (n if len(e.args) > 2 else 0)
-    if e.op in (
-        "embed",
-        "reshape",
-        "transpose",
-        "slice",
-        "split",
-        "concat",
-        "zeros",
-        "ones",
-        "ghost",
-    ):
-        return 0
-    if isinstance(out, TensorType):
-        arg = e.args[0].ty if e.args and isinstance(e.args[0].ty, TensorType) else out
-        return max(out.size, arg.size) * (5 if e.op in ("softmax", "layer_norm", "gelu") else 1)
-    return 0
+    """Floating-point operations of one op for one instance (multiply-add = 2), by the
+    op's FLOP rule in the registry."""
+    return ops.op_flops(e.op, [a.ty for a in e.args], e.ty, dict(e.attrs))
 
 
 def explain(

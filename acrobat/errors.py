@@ -95,3 +95,11 @@ class BackendUnavailableError(AcrobatError):
 
 class PipelineError(AcrobatError):
     """A pass pipeline runs a pass before the module has what the pass requires."""
+
+
+class MissingLoweringError(AcrobatError):
+    """A kernel uses an op that a backend has no lowering rule for (``op`` names it)."""
+
+    def __init__(self, op: str, backend: str, kernel: str, hint: str | None = None):
+        self.op, self.backend, self.kernel = op, backend, kernel
+        super().__init__(f"kernel {kernel}: no {backend} rule for op {op!r}", None, hint)

@@ -79,7 +79,7 @@ def flat(a):
 
 def is_tensor_step(e: Expr, m: Module) -> bool:
     """Op-level steps: tensor ops other than host reads."""
-    return isinstance(e, OpCall) and REGISTRY[e.op].kind not in ("host", "host_read", "ghost")
+    return isinstance(e, OpCall) and REGISTRY[e.op].kind.in_kernel
 
 
 def is_kernel_step(e: Expr, m: Module) -> bool:

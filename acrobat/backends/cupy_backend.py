@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from acrobat.codegen.cuda_kernels import REDUCE_BLOCK, CudaPlan, Gemm, Launch, plan_kernel
-from acrobat.codegen.numpy_kernels import IndexOutOfRange
+from acrobat.codegen.numpy_kernels import IndexOutOfRange, dense_by_value
 from acrobat.errors import BackendUnavailableError
 
 _HINT = "use backend='numpy', or backend='auto' to fall back to it automatically"
@@ -178,17 +178,9 @@ class PlanRunner:
         return rows.reshape((B,) + self.shapes[key])
 
     def dense_by_value(self, a, w, s: Gemm):
-        """``dense`` whose weight is a value ([out, in], or [B, out, in] per instance, as
-        when taint specialization is off), not a resident weight."""
-        xp = self.xp
-        wt = xp.swapaxes(w, -1, -2)
-        if not s.b_batched:
-            return xp.matmul(a, wt)
-        if s.a_rank == 1:
-            return xp.matmul(w, a[..., None])[..., 0]
-        if s.a_rank > 2:  # one weight per instance, shared along the input's leading axes
-            wt = xp.expand_dims(wt, tuple(range(1, s.a_rank - 1)))
-        return xp.matmul(a if s.a_batched else a[None], wt)
+        """``dense`` whose weight is a value, not a resident weight: the NumPy kernels'
+        rule (:func:`~acrobat.codegen.numpy_kernels.dense_by_value`) on ``xp``."""
+        return dense_by_value(self.xp, a, w, s.a_rank, s.a_batched, s.b_batched)
 
     def gemm(self, s: Gemm, B: int, env: dict, reads: dict):
         """``s`` with the batched NumPy backend's rules for where the batch axis goes."""

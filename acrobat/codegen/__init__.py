@@ -3,6 +3,9 @@ source (NumPy here; CUDA in the GPU backend). Generated source is kept for viewi
 
 import re
 
+from acrobat.errors import MissingLoweringError
+from acrobat.ir.ops import REGISTRY
+
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -12,3 +15,16 @@ def ident(prefix: str, name: str) -> str:
     if _PLAIN.match(name):
         return prefix + name
     return prefix + "q" + name.encode().hex()
+
+
+def missing_rule(op: str, backend: str, kernel: str) -> MissingLoweringError:
+    """The typed error for an op that reached a kernel without a ``backend`` rule."""
+    known = REGISTRY.get(op)
+    if known is not None and not known.kind.in_kernel:
+        hint = f"{op} is a {known.kind} op: it belongs in the host program, never in a kernel"
+    else:
+        hint = (
+            f"add a {backend} rule for {op!r} (elementwise ops: "
+            "acrobat.codegen.elementwise.define_elementwise_op registers every rule at once)"
+        )
+    return MissingLoweringError(op, backend, kernel, hint=hint)

@@ -5,17 +5,23 @@ for the whole batch (PAPER.md optimizations 9-11):
 
 * ``Launch`` (elementwise): ONE generated ``extern "C" __global__`` function computes
   every element of a set of values. Elementwise and broadcasting ops become C
-  expressions (``CUDA_EXPR[op]``); data movement (reshape/slice/split/transpose/concat,
-  and ``embed``, a gather by a host id) becomes index arithmetic (``CUDA_INDEX[op]``), so
-  a whole chain is one pass over memory. Every batched input is read THROUGH its index
+  expressions; data movement (reshape/slice/split/transpose/concat, and ``embed``, a
+  gather by a host id) becomes index arithmetic, so a whole chain is one pass over
+  memory. Every batched input is read THROUGH its index
   array straight from its arena buffer (gather fusion: ``p0_x[i0_x[b] * 8 + i]``, no
   gather copy); the outputs are written to a contiguous ``[B, ...]`` block.
-* ``Launch`` (reduction): softmax/layer_norm/sum/mean/max (``CUDA_REDUCE[op]``), one
-  thread block per output row; the input's elementwise producers are inlined into its
+* ``Launch`` (reduction): softmax/layer_norm/sum/mean/max, one thread block per output
+  row; the input's elementwise producers are inlined into its
   loads, so e.g. ``layer_norm(add(x, y))`` reads ``x`` and ``y`` through their indices.
 * ``Gemm``: dense/matmul/batch_matmul go to cuBLAS (``xp.matmul``) on a gathered or
   already-contiguous operand, with the weight shared (dense weights pre-transposed).
   A dense bias becomes a broadcast ``add``, fused into whatever reads the product.
+
+How each op is lowered is its rule in :data:`CUDA_RULES` (a table keyed by op name, like
+tinygrad's renderer tables): a :class:`CudaRule` says whether the op is fused into
+launches (and how to compute one element), is a cuBLAS product, or is a reduction (and
+its per-row body). An op that reaches a kernel without a rule is a
+:class:`~acrobat.errors.MissingLoweringError` naming it, raised when the plan is made.
 
 The pattern: walk the bindings in order. A fusible op emits nothing, it only describes a
 value. A ``Gemm`` needs its operands in memory, so the fusible ones are materialized by
@@ -33,37 +39,19 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
+from acrobat.codegen import missing_rule
 from acrobat.errors import AcrobatTypeError
 from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
 from acrobat.ir.types import FLOAT, ScalarType, TensorType
 
 PARAM, HOST, WEIGHT, CONST = "param", "host", "weight", "const"  # leaf kinds of a Node
-GEMM_OPS = ("dense", "matmul", "batch_matmul")
-
-# {0}, {1}: operand values (C locals or literals) at the same element
-CUDA_EXPR = {
-    "sigmoid": "acr_sigmoid({0})",
-    "tanh": "tanhf({0})",
-    "relu": "fmaxf({0}, 0.0f)",
-    "gelu": "acr_gelu({0})",
-    "exp": "expf({0})",
-    "log": "logf({0})",
-    "sqrt": "sqrtf({0})",
-    "neg": "(-{0})",
-    "add": "({0} + {1})",
-    "sub": "({0} - {1})",
-    "mul": "({0} * {1})",
-    "div": "({0} / {1})",
-    "maximum": "fmaxf({0}, {1})",
-    "minimum": "fminf({0}, {1})",
-}
-
 # The per-row body of each reduction. X(k): element k of the row being reduced;
 # Y(k): where output element k goes; R: the row length; acr_sh: shared scratch.
 _LOOP = "for (long long k = threadIdx.x; k < R; k += blockDim.x)"
-CUDA_REDUCE = {
+_REDUCE_BODY = {
     "softmax": f"""float m = ACR_NEG_INF;
 {_LOOP} m = fmaxf(m, X(k));
 m = acr_block_max(m, acr_sh);
@@ -195,14 +183,6 @@ def _transpose_index(idx, out, arg, attrs):
     return ravel(src, arg)
 
 
-# op -> (flat index of the result, result shape, operand shape, attrs) -> operand index
-CUDA_INDEX: dict[str, Callable[..., str]] = {
-    "reshape": lambda idx, out, arg, attrs: idx,
-    "slice": _slice_index,
-    "transpose": _transpose_index,
-}
-
-
 # ----------------------------------------------------------------------------- the value graph
 
 
@@ -289,43 +269,12 @@ class _Graph:
             raise NotImplementedError(f"kernel {self.kernel}: no CUDA rule for {e!r}")
 
     def op(self, var: Var, e: OpCall) -> None:
+        rule = CUDA_RULES.get(e.op)
+        if rule is None:
+            raise missing_rule(e.op, "CUDA", self.kernel)
         args = tuple(self.ref(a) for a in e.args)
-        attrs = dict(e.attrs)
         batched = any(self.nodes[a].batched for a in args)
-        key = "%" + var.name
-        if e.op == "split":
-            x = self.nodes[args[0]]
-            ax = attrs.get("axis", 0) % len(x.shape)
-            part = x.shape[ax] // attrs["sections"]
-            shape = x.shape[:ax] + (part,) + x.shape[ax + 1 :]
-            self.tuples[var.name] = [
-                self.add(
-                    f"!{key}.{k}",
-                    Node(
-                        "slice",
-                        args,
-                        {"axis": ax, "start": k * part, "stop": (k + 1) * part},
-                        shape,
-                        batched,
-                    ),
-                )
-                for k in range(attrs["sections"])
-            ]
-            return
-        shape = self.check(e.ty).shape
-        if e.op == "dense" and len(args) == 3:  # the bias becomes a fusible broadcast add
-            mm = self.add("!mm" + key, Node("dense", args[:2], {}, shape, batched))
-            self.add(key, Node("add", (mm, args[2]), {}, shape, batched))
-            return
-        if e.op in ("zeros", "ones"):
-            batched = False
-        if e.op == "embed":
-            rows, ids = self.nodes[args[0]].shape[0], self.nodes[args[1]]
-            if ids.op == CONST and not 0 <= int(ids.value) < rows:
-                self.bad_ids.append((int(ids.value), rows))
-            elif ids.op != CONST:
-                self.id_limits[args[1]] = min(rows, self.id_limits.get(args[1], rows))
-        self.add(key, Node(e.op, args, attrs, shape, batched))
+        (rule.graph or _one_node)(self, var, e, args, batched)
 
 
 # ----------------------------------------------------------------------------- plan steps
@@ -469,35 +418,12 @@ class _Emitter:
             code = f"{self.arg(WEIGHT, key)[0]}[{idx}]"
         elif node.op == CONST:
             return _literal(node.value)
-        elif node.op in ("zeros", "ones"):
-            return "0.0f" if node.op == "zeros" else "1.0f"
-        elif node.op in CUDA_INDEX:
-            arg = self.g.nodes[node.args[0]].shape
-            return self.load(node.args[0], CUDA_INDEX[node.op](idx, node.shape, arg, node.attrs))
-        elif node.op == "embed":
-            table, ids = node.args
-            if self.g.nodes[ids].op == CONST:  # the same row for every instance
-                return self.load(table, shift(idx, int(self.g.nodes[ids].value) * width))
-            return self.load(table, f"{self.arg(HOST, ids)[0]}[b] * {width} + {idx}")
-        elif node.op == "scalar":
-            src = self.g.nodes[node.args[0]]
-            if src.op != HOST:
-                return self.load(node.args[0], "0")
-            h = f"{self.arg(HOST, node.args[0])[0]}[b]"
-            code = f"(float)__longlong_as_double({h})" if src.attrs.get("float") else f"(float){h}"
-        elif node.op == "concat" and len(node.args) == 1:
-            return self.load(node.args[0], idx)
-        elif node.op == "concat":
-            self.scopes[-1][(key, idx)] = v = self.concat(node, idx)
+        else:  # an op computed here: every op node in the graph has a rule
+            rule = CUDA_RULES[node.op]
+            if rule.load is None:
+                raise NotImplementedError(f"kernel {self.g.kernel}: {node.op} is not fused")
+            self.scopes[-1][(key, idx)] = v = rule.load(self, node, idx)
             return v
-        elif node.op in CUDA_EXPR:
-            ops = [
-                self.load(a, _broadcast_index(idx, node.shape, self.g.nodes[a].shape))
-                for a in node.args
-            ]
-            code = CUDA_EXPR[node.op].format(*ops)
-        else:
-            raise NotImplementedError(f"kernel {self.g.kernel}: no CUDA rule for {node.op}")
         self.scopes[-1][(key, idx)] = v = self.local(code)
         return v
 
@@ -586,11 +512,11 @@ def _elementwise(g: _Graph, name: str, keys: list[str], temps: dict[str, bool]) 
 
 
 def _reduction(g: _Graph, name: str, key: str, temps: dict[str, bool]) -> Launch:
-    """One block per row of the reduced axis, ``CUDA_REDUCE[op]`` as the row body."""
+    """One block per row of the reduced axis, the rule's ``body`` as the row body."""
     node = g.nodes[key]
+    rule = CUDA_RULES[node.op]
     x = g.nodes[node.args[0]].shape
-    # softmax/layer_norm work on the last axis by default; sum/mean/max on all axes
-    axis = node.attrs.get("axis", -1 if node.op in ("softmax", "layer_norm") else None)
+    axis = node.attrs.get("axis", rule.default_axis)
     if axis is None or not x:
         outer, length, inner = 1, math.prod(x), 1
     else:
@@ -600,21 +526,21 @@ def _reduction(g: _Graph, name: str, key: str, temps: dict[str, bool]) -> Launch
     e = _Emitter(g, temps)
     at = "base + k" if inner == 1 else f"base + k * {inner}"
     out = _cname("o", 0, key)
-    same_shape = node.op in ("softmax", "layer_norm")
+    same_shape = rule.keeps_shape
     row = "r" if rows > 1 else "0"
     y = f"{out}[b * {width} + {at}]" if same_shape else f"{out}[b * {width} + {row}]"
+    # X(k): element k of the row; further operands (layer_norm's GAMMA, BETA) by k alone
     lambdas = [("X", node.args[0], at)]
-    if node.op == "layer_norm":
-        lambdas += [("GAMMA", node.args[1], "k"), ("BETA", node.args[2], "k")]
+    lambdas += [(name, a, "k") for name, a in zip(rule.operands, node.args[1:])]
     body = []
     for lam, arg, idx in lambdas:
         lines, v = e.block(arg, idx)
         body += [f"auto {lam} = [&](long long k) -> float {{", *_indent(lines, 2)]
         body += [f"  return {v};", "};"]
     body += [f"auto Y = [&](long long{' k' if same_shape else ''}) -> float& {{ return {y}; }};"]
-    if node.op == "layer_norm":
-        body.append(f"const float EPS = {_literal(float(node.attrs.get('eps', 1e-5)))};")
-    body += CUDA_REDUCE[node.op].splitlines()
+    if rule.consts is not None:
+        body += rule.consts(node.attrs)
+    body += rule.body.splitlines()
     where = ["const long long b = row;", "const long long base = 0;"]
     if rows > 1:
         base = "r * R" if inner == 1 else f"(r / {inner}) * R * {inner} + r % {inner}"
@@ -648,6 +574,208 @@ def _reduction(g: _Graph, name: str, key: str, temps: dict[str, bool]) -> Launch
     )
 
 
+# ----------------------------------------------------------------------------- the rules
+
+
+class Lowering(StrEnum):
+    """Where an op's work happens on the GPU."""
+
+    FUSED = "fused"  # element by element, inside whatever launch reads it
+    GEMM = "gemm"  # a cuBLAS product step (its operands in memory)
+    REDUCTION = "reduction"  # its own launch, one block per row
+
+
+GraphRule = Callable[["_Graph", Var, OpCall, tuple[str, ...], bool], None]
+LoadRule = Callable[["_Emitter", Node, str], str]
+
+
+@dataclass(frozen=True)
+class CudaRule:
+    """How one op is lowered to CUDA.
+
+    ``graph(g, var, e, args, batched)``: how a binding of the op enters the value graph
+    (default: one node of the same op); ``args`` are the operand keys. ``FUSED`` ops have
+    ``load(emitter, node, idx)``: the C value of element ``idx`` (declare new values with
+    ``emitter.local``, read operands with ``emitter.load``). ``REDUCTION`` ops have
+    ``body`` (the per-row code, see :data:`_REDUCE_BODY`), the default ``axis`` when the
+    op has none (None: all axes), ``keeps_shape`` (the result has the input's shape),
+    the lambda names of operands after the first (``operands``) and ``consts(attrs)``:
+    C declarations of attribute values the body reads."""
+
+    lowering: Lowering
+    load: LoadRule | None = None
+    graph: GraphRule | None = None
+    body: str = ""
+    default_axis: int | None = None
+    keeps_shape: bool = False
+    operands: tuple[str, ...] = ()
+    consts: Callable[[dict[str, Any]], list[str]] | None = None
+
+
+CUDA_RULES: dict[str, CudaRule] = {}
+"""Op name -> its CUDA rule: one per op of a kind that runs in kernels."""
+
+
+def _one_node(g: _Graph, var: Var, e: OpCall, args: tuple[str, ...], batched: bool) -> None:
+    """The default graph rule: one node of the op."""
+    g.add("%" + var.name, Node(e.op, args, dict(e.attrs), g.check(e.ty).shape, batched))
+
+
+def cuda_elementwise(name: str, template: str) -> None:
+    """The rule of an elementwise or broadcasting op from a C expression template:
+    ``{0}``, ``{1}``: the operands' values at the same element (broadcast as NumPy does)."""
+
+    def load(em: _Emitter, node: Node, idx: str) -> str:
+        ops = [
+            em.load(a, _broadcast_index(idx, node.shape, em.g.nodes[a].shape)) for a in node.args
+        ]
+        return em.local(template.format(*ops))
+
+    CUDA_RULES[name] = CudaRule(Lowering.FUSED, load=load)
+
+
+for _name, _template in {
+    "sigmoid": "acr_sigmoid({0})",
+    "tanh": "tanhf({0})",
+    "relu": "fmaxf({0}, 0.0f)",
+    "gelu": "acr_gelu({0})",
+    "exp": "expf({0})",
+    "log": "logf({0})",
+    "sqrt": "sqrtf({0})",
+    "neg": "(-{0})",
+    "add": "({0} + {1})",
+    "sub": "({0} - {1})",
+    "mul": "({0} * {1})",
+    "div": "({0} / {1})",
+    "maximum": "fmaxf({0}, {1})",
+    "minimum": "fminf({0}, {1})",
+}.items():
+    cuda_elementwise(_name, _template)
+
+
+def _index_rule(where: Callable[[str, tuple[int, ...], tuple[int, ...], dict], str]) -> CudaRule:
+    """A data-movement op: ``where(idx, result shape, operand shape, attrs)`` is the
+    flat index of the operand element that element ``idx`` of the result reads."""
+
+    def load(em: _Emitter, node: Node, idx: str) -> str:
+        arg = em.g.nodes[node.args[0]].shape
+        return em.load(node.args[0], where(idx, node.shape, arg, node.attrs))
+
+    return CudaRule(Lowering.FUSED, load=load)
+
+
+def _split_graph(g: _Graph, var: Var, e: OpCall, args: tuple[str, ...], batched: bool) -> None:
+    """``split`` is a tuple of ``slice`` nodes."""
+    attrs = dict(e.attrs)
+    x = g.nodes[args[0]]
+    ax = attrs.get("axis", 0) % len(x.shape)
+    part = x.shape[ax] // attrs["sections"]
+    shape = x.shape[:ax] + (part,) + x.shape[ax + 1 :]
+    g.tuples[var.name] = [
+        g.add(
+            f"!%{var.name}.{k}",
+            Node(
+                "slice",
+                args,
+                {"axis": ax, "start": k * part, "stop": (k + 1) * part},
+                shape,
+                batched,
+            ),
+        )
+        for k in range(attrs["sections"])
+    ]
+
+
+CUDA_RULES["reshape"] = _index_rule(lambda idx, out, arg, attrs: idx)
+CUDA_RULES["slice"] = _index_rule(_slice_index)
+CUDA_RULES["transpose"] = _index_rule(_transpose_index)
+CUDA_RULES["split"] = CudaRule(Lowering.FUSED, graph=_split_graph)  # becomes slices
+
+
+def _concat_load(em: _Emitter, node: Node, idx: str) -> str:
+    return em.load(node.args[0], idx) if len(node.args) == 1 else em.concat(node, idx)
+
+
+CUDA_RULES["concat"] = CudaRule(Lowering.FUSED, load=_concat_load)
+
+
+def _fill_graph(g: _Graph, var: Var, e: OpCall, args: tuple[str, ...], batched: bool) -> None:
+    """``zeros``/``ones``: one value for every instance (never batched)."""
+    g.add("%" + var.name, Node(e.op, args, dict(e.attrs), g.check(e.ty).shape, False))
+
+
+for _name, _value in (("zeros", "0.0f"), ("ones", "1.0f")):
+    CUDA_RULES[_name] = CudaRule(
+        Lowering.FUSED, load=lambda em, node, idx, v=_value: v, graph=_fill_graph
+    )
+
+
+def _scalar_load(em: _Emitter, node: Node, idx: str) -> str:
+    src = em.g.nodes[node.args[0]]
+    if src.op != HOST:
+        return em.load(node.args[0], "0")
+    h = f"{em.arg(HOST, node.args[0])[0]}[b]"
+    # a host float is recorded as the bits of a float64 (see codegen.host)
+    return em.local(
+        f"(float)__longlong_as_double({h})" if src.attrs.get("float") else f"(float){h}"
+    )
+
+
+CUDA_RULES["scalar"] = CudaRule(Lowering.FUSED, load=_scalar_load)
+
+
+def _embed_graph(g: _Graph, var: Var, e: OpCall, args: tuple[str, ...], batched: bool) -> None:
+    """Record the ids' bounds: constant ids are checked now, host ids at run time."""
+    shape = g.check(e.ty).shape
+    rows, ids = g.nodes[args[0]].shape[0], g.nodes[args[1]]
+    if ids.op == CONST and not 0 <= int(ids.value) < rows:
+        g.bad_ids.append((int(ids.value), rows))
+    elif ids.op != CONST:
+        g.id_limits[args[1]] = min(rows, g.id_limits.get(args[1], rows))
+    g.add("%" + var.name, Node(e.op, args, dict(e.attrs), shape, batched))
+
+
+def _embed_load(em: _Emitter, node: Node, idx: str) -> str:
+    """A gather by host id: row ``id[b]`` of the table, read in place."""
+    table, ids = node.args
+    width = math.prod(node.shape)
+    if em.g.nodes[ids].op == CONST:  # the same row for every instance
+        return em.load(table, shift(idx, int(em.g.nodes[ids].value) * width))
+    return em.load(table, f"{em.arg(HOST, ids)[0]}[b] * {width} + {idx}")
+
+
+CUDA_RULES["embed"] = CudaRule(Lowering.FUSED, load=_embed_load, graph=_embed_graph)
+
+
+def _dense_graph(g: _Graph, var: Var, e: OpCall, args: tuple[str, ...], batched: bool) -> None:
+    """The product is a GEMM; a bias becomes a broadcast ``add`` node, fused into whatever
+    reads the result."""
+    if len(args) < 3:
+        return _one_node(g, var, e, args, batched)
+    shape, key = g.check(e.ty).shape, "%" + var.name
+    mm = g.add("!mm" + key, Node("dense", args[:2], {}, shape, batched))
+    g.add(key, Node("add", (mm, args[2]), {}, shape, batched))
+
+
+CUDA_RULES["dense"] = CudaRule(Lowering.GEMM, graph=_dense_graph)
+CUDA_RULES["matmul"] = CudaRule(Lowering.GEMM)
+CUDA_RULES["batch_matmul"] = CudaRule(Lowering.GEMM)
+
+CUDA_RULES["softmax"] = CudaRule(
+    Lowering.REDUCTION, body=_REDUCE_BODY["softmax"], default_axis=-1, keeps_shape=True
+)
+CUDA_RULES["layer_norm"] = CudaRule(
+    Lowering.REDUCTION,
+    body=_REDUCE_BODY["layer_norm"],
+    default_axis=-1,
+    keeps_shape=True,
+    operands=("GAMMA", "BETA"),
+    consts=lambda attrs: [f"const float EPS = {_literal(float(attrs.get('eps', 1e-5)))};"],
+)
+for _name in ("sum", "mean", "max"):
+    CUDA_RULES[_name] = CudaRule(Lowering.REDUCTION, body=_REDUCE_BODY[_name])
+
+
 # ----------------------------------------------------------------------------- planning
 
 
@@ -674,7 +802,8 @@ def plan_kernel(f: Function) -> CudaPlan:
 
     for key in g.order:
         node = g.nodes[key]
-        if node.op in GEMM_OPS:
+        lowering = CUDA_RULES[node.op].lowering
+        if lowering is Lowering.GEMM:
             need = [a for a in dict.fromkeys(node.args) if not in_memory(a)]
             if need:
                 materialize(need)
@@ -684,7 +813,7 @@ def plan_kernel(f: Function) -> CudaPlan:
             tb = bool(node.attrs.get("transpose_b"))
             steps.append(Gemm(key, node.op, a, b, *ranks, ab, bb, node.shape, tb))
             temps[key] = ab or bb
-        elif node.op in CUDA_REDUCE:
+        elif lowering is Lowering.REDUCTION:
             steps.append(_reduction(g, f"{prefix}_{len(steps)}", key, dict(temps)))
             temps[key] = True
     last = [k for k in dict.fromkeys(g.outputs) if not temps.get(k)]

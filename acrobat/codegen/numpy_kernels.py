@@ -4,17 +4,22 @@ A kernel's IR body is per instance; the generated function takes ``B`` and its b
 arguments (``[B, *shape]`` tensors, ``[B]`` int arrays for host ints) and computes every
 op for the whole batch at once. Weights are not arguments: they are bound once into the
 function's namespace (``dense`` weights pre-transposed, so each batch is one GEMM with
-the weight shared, never stacked). Rules per op are a table keyed by op name, like
-JAX's batching rules; each rule knows which operands carry the batch dimension.
+the weight shared, never stacked). Rules per op are a table keyed by op name
+(:data:`NUMPY_RULES`), like JAX's batching rules; each rule knows which operands carry
+the batch dimension. An op that reaches a kernel without a rule is a
+:class:`~acrobat.errors.MissingLoweringError` naming it, raised when the kernel is
+compiled.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from acrobat.codegen import ident
+from acrobat.codegen import ident, missing_rule
 from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
 from acrobat.ir.types import FLOAT, TensorType, TupleType
 
@@ -92,53 +97,251 @@ def _ids(idx: np.ndarray, size: int) -> np.ndarray:
     return idx
 
 
-HELPERS = {
-    "np": np,
-    "_ids": _ids,
-    "_sigmoid": _sigmoid,
-    "_gelu": _gelu,
-    "_softmax": _softmax,
-    "_layer_norm": _layer_norm,
-}
+def dense_by_value(xp, x, w, x_rank: int, x_batched: bool, w_batched: bool):
+    """``dense`` whose weight is a value, not a resident weight: ``[out, in]``, or
+    ``[B, out, in]`` per instance (as when taint specialization is off). ``x`` is
+    ``[B, *lead, in]`` when batched, else ``[*lead, in]``; ``xp`` is NumPy or CuPy (the
+    CUDA backend's plan runner uses the same rule)."""
+    wt = xp.swapaxes(w, -1, -2)
+    if not w_batched:
+        return xp.matmul(x, wt)
+    if x_rank == 1:
+        return xp.matmul(w, x[..., None])[..., 0]
+    if x_rank > 2:  # one weight per instance, shared along the input's leading axes
+        wt = xp.expand_dims(wt, tuple(range(1, x_rank - 1)))
+    return xp.matmul(x if x_batched else x[None], wt)
 
-# {0}, {1}: operands; {out}: ", out=<buffer>" when the result may overwrite an operand
-_UNARY = {
-    "sigmoid": "_sigmoid({0}{out})",
+
+HELPERS = {"np": np, "_ids": _ids}
+"""Names every generated kernel can use; a rule adds its own (``NumpyRule.helpers``)."""
+
+Operand = tuple[str, bool, int]  # (code, batched?, per-instance rank)
+
+
+@dataclass(frozen=True)
+class NumpyRule:
+    """How one op becomes batched NumPy source.
+
+    ``emit(gen, e, ops, target) -> (code, batched)``: ``ops`` are the operands as
+    :data:`Operand`; the rule returns an expression the generator assigns to ``target``,
+    or ``target`` itself once it has written its own statements (``gen.emit``).
+    ``fresh``: a batched result is a new array the kernel owns, so a later op may write
+    over it. ``helpers``: names the generated code calls, bound into the kernel's
+    namespace once (so calling them costs what calling ``np.*`` costs)."""
+
+    emit: Callable[[_KernelGen, OpCall, list[Operand], str], tuple[str, bool]]
+    fresh: bool = True
+    helpers: dict[str, Any] = field(default_factory=dict)
+
+
+NUMPY_RULES: dict[str, NumpyRule] = {}
+"""Op name -> its batched NumPy rule: one per op of a kind that runs in kernels."""
+
+
+def numpy_rule(*names: str, fresh: bool = True, helpers: dict[str, Any] | None = None):
+    """Decorator registering ``emit`` as the NumPy rule of ``names``."""
+
+    def deco(emit):
+        for name in names:
+            NUMPY_RULES[name] = NumpyRule(emit, fresh, dict(helpers or {}))
+        return emit
+
+    return deco
+
+
+def numpy_elementwise(
+    name: str,
+    template: str,
+    takes_out: bool = True,
+    fresh: bool = True,
+    helpers: dict[str, Any] | None = None,
+) -> None:
+    """The rule of an elementwise or broadcasting op from a source template: ``{0}``,
+    ``{1}``: the operands; ``{out}``: ``, out=<buffer>`` (a workspace view, or an operand
+    the result may overwrite) when ``takes_out``."""
+
+    def emit(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[str, bool]:
+        anyb = any(o[1] for o in ops)
+        # a batched operand of lower rank gets its batch axis kept apart ([B, D] ->
+        # [B, 1, D]); an unbatched one broadcasts against the trailing axes as it is
+        out_rank = len(e.ty.shape)
+        codes = [gen.batched_like(o, out_rank) for o in ops]
+        out = gen.out(e, anyb, e.args) if takes_out else ""
+        return template.format(*codes, out=out), anyb
+
+    numpy_rule(name, fresh=fresh, helpers=helpers)(emit)
+
+
+for _name, _template in {
     "tanh": "np.tanh({0}{out})",
     "relu": "np.maximum({0}, 0{out})",
-    "gelu": "_gelu({0})",
     "exp": "np.exp({0}{out})",
     "log": "np.log({0}{out})",
     "sqrt": "np.sqrt({0}{out})",
     "neg": "np.negative({0}{out})",
-}
-_BINARY = {
     "add": "np.add({0}, {1}{out})",
     "sub": "np.subtract({0}, {1}{out})",
     "mul": "np.multiply({0}, {1}{out})",
     "div": "np.divide({0}, {1}{out})",
     "maximum": "np.maximum({0}, {1}{out})",
     "minimum": "np.minimum({0}, {1}{out})",
-}
-# ops whose result is a fresh array the kernel owns (so a later op may overwrite it)
-_FRESH = (
-    set(_UNARY)
-    | set(_BINARY)
-    | {
-        "dense",
-        "matmul",
-        "batch_matmul",
-        "embed",
-        "concat",
-        "softmax",
-        "layer_norm",
-        "sum",
-        "mean",
-        "max",
-        "zeros",
-        "ones",
-    }
-)
+}.items():
+    numpy_elementwise(_name, _template)
+numpy_elementwise("sigmoid", "_sigmoid({0}{out})", helpers={"_sigmoid": _sigmoid})
+numpy_elementwise("gelu", "_gelu({0})", takes_out=False, helpers={"_gelu": _gelu})
+
+
+@numpy_rule("dense", helpers={"_dense_by_value": dense_by_value})
+def _dense(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[str, bool]:
+    """``target = x @ W.T (+ b)``; the bias is added in place when the product already
+    has the result's batched shape."""
+    (x, xb, xr), (w, wb, _) = ops[:2]
+    if wb:  # a weight that arrived as a batched value ([B, out, in])
+        code = f"_dense_by_value(np, {x}, {w}, {xr}, {xb}, True)"
+    else:
+        wt = (
+            gen.weight(e.args[1].name, transposed=True)
+            if isinstance(e.args[1], ParamRef)
+            else f"{w}.T"
+        )
+        code = f"np.matmul({x}, {wt}{gen.slot(e.ty) if xb else ''})"
+    batched = xb or wb or (len(ops) > 2 and ops[2][1])
+    if len(ops) == 2:
+        return code, batched
+    bias = gen.batched_like(ops[2], len(e.ty.shape))
+    if not (xb or wb):
+        return f"np.add({code}, {bias})", batched
+    gen.emit(f"{target} = {code}")
+    gen.emit(f"{target} += {bias}")
+    return target, batched
+
+
+@numpy_rule("matmul")
+def _matmul(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[str, bool]:
+    (a, ab, ar), (b, bb, br) = ops
+    if ab and bb:
+        if ar == 2 and br == 2:
+            code = f"np.matmul({a}, {b})"
+        elif ar == 2 and br == 1:
+            code = f"np.matmul({a}, {b}[..., None])[..., 0]"
+        elif ar == 1 and br == 2:
+            code = f"np.matmul({a}[:, None, :], {b})[:, 0, :]"
+        else:
+            code = f"np.einsum('bk,bk->b', {a}, {b})"
+    elif not ab and bb and br == 1:
+        code = f"np.matmul({b}, np.transpose({a}))" if ar == 2 else f"np.matmul({b}, {a})"
+    else:
+        code = f"np.matmul({a}, {b})"
+    return code, ab or bb
+
+
+@numpy_rule("batch_matmul")
+def _batch_matmul(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str):
+    (a, ab, _), (b, bb, _) = ops
+    if dict(e.attrs).get("transpose_b"):
+        b = f"np.swapaxes({b}, -1, -2)"
+    return f"np.matmul({a}, {b})", ab or bb
+
+
+@numpy_rule("embed")
+def _embed(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[str, bool]:
+    table, tb, _ = ops[0]
+    idx, ib, _ = ops[1]
+    if isinstance(e.args[1], Const):  # a constant id (the same row for everyone)
+        idx = f"np.asarray({int(e.args[1].value)!r})"
+    if tb:  # a table that arrived as a per-instance value: row ids[b] of table b
+        ids = f"_ids({idx}, {table}.shape[1])"
+        return f"{table}[np.arange(B), {ids}]", True
+    ids = f"_ids({idx}, {table}.shape[0])"
+    return f"np.take({table}, {ids}, axis=0{gen.slot(e.ty) if ib else ''})", ib
+
+
+@numpy_rule("concat")
+def _concat(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[str, bool]:
+    anyb = any(o[1] for o in ops)
+    ax = (dict(e.attrs).get("axis", 0) % ops[0][2]) + (1 if anyb else 0)
+    parts = [
+        o[0] if o[1] or not anyb else f"np.broadcast_to({o[0]}, (B,) + {o[0]}.shape)" for o in ops
+    ]
+    out = gen.slot(e.ty) if anyb else ""
+    return f"np.concatenate(({', '.join(parts)},), axis={ax}{out})", anyb
+
+
+def _axis(e: OpCall, operand: Operand, default: int) -> int:
+    """The attribute ``axis`` of ``e`` on the batched operand (past its batch axis)."""
+    _, xb, r = operand
+    return dict(e.attrs).get("axis", default) % r + (1 if xb else 0)
+
+
+@numpy_rule("split", fresh=False)
+def _split(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[str, bool]:
+    x, xb, _ = ops[0]
+    return f"np.split({x}, {dict(e.attrs)['sections']}, axis={_axis(e, ops[0], 0)})", xb
+
+
+@numpy_rule("slice", fresh=False)
+def _slice(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[str, bool]:
+    x, xb, _ = ops[0]
+    attrs = dict(e.attrs)
+    idx = "".join(":, " for _ in range(_axis(e, ops[0], 0))) + f"{attrs['start']}:{attrs['stop']}"
+    return f"{x}[{idx}]", xb
+
+
+@numpy_rule("reshape", fresh=False)
+def _reshape(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[str, bool]:
+    x, xb, _ = ops[0]
+    shape = tuple(e.ty.shape)
+    return (f"{x}.reshape((B,) + {shape!r})" if xb else f"{x}.reshape({shape!r})"), xb
+
+
+@numpy_rule("transpose", fresh=False)
+def _transpose(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str):
+    x, xb, r = ops[0]
+    axes = dict(e.attrs).get("axes") or tuple(reversed(range(r)))
+    if xb:
+        axes = (0,) + tuple(a + 1 for a in axes)
+    return f"np.transpose({x}, {tuple(axes)!r})", xb
+
+
+@numpy_rule("softmax", helpers={"_softmax": _softmax})
+def _softmax_rule(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str):
+    return f"_softmax({ops[0][0]}, {_axis(e, ops[0], -1)})", ops[0][1]
+
+
+@numpy_rule("layer_norm", helpers={"_layer_norm": _layer_norm})
+def _layer_norm_rule(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str):
+    rank = len(e.ty.shape)
+    g, b = (gen.batched_like(o, rank) for o in ops[1:])
+    eps = dict(e.attrs).get("eps", 1e-5)
+    return f"_layer_norm({ops[0][0]}, {g}, {b}, {eps!r})", any(o[1] for o in ops)
+
+
+@numpy_rule("sum", "mean", "max")
+def _reduce(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[str, bool]:
+    x, xb, r = ops[0]
+    attrs = dict(e.attrs)
+    if attrs.get("axis") is None:
+        ax = tuple(range(1 if xb else 0, r + (1 if xb else 0)))
+    else:
+        ax = _axis(e, ops[0], 0)
+    keep = bool(attrs.get("keepdims"))
+    return f"np.{e.op}({x}, axis={ax!r}, keepdims={keep})", xb
+
+
+@numpy_rule("scalar", fresh=False)
+def _scalar(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[str, bool]:
+    x, xb, _ = ops[0]
+    if not xb:
+        return f"np.float32({x})", False
+    a = e.args[0]
+    if isinstance(a, Var) and a.name in gen.host_float:
+        x = f"{x}.view(np.float64)"
+    return f"np.asarray({x}, dtype=np.float32)", True
+
+
+@numpy_rule("zeros", "ones")
+def _fill(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[str, bool]:
+    return f"np.{e.op}((B,) + {tuple(e.ty.shape)!r}, dtype=np.float32)", True
 
 
 class _KernelGen:
@@ -259,146 +462,30 @@ class _KernelGen:
             self.batched[var.name] = self.batched[e.tup.name]
             self.rank[var.name] = len(var.ty.shape)
             return
-        if e.op == "dense":
-            code, batched = self.dense(e, target)
-        else:
-            code, batched = self.op(e)
-            self.lines.append(f"    {target} = {code}")
-        if e.op in _FRESH and batched:
+        rule = NUMPY_RULES.get(e.op)
+        if rule is None:
+            raise missing_rule(e.op, "NumPy", self.f.name)
+        self.ns.update(rule.helpers)
+        code, batched = rule.emit(self, e, [self.operand(a) for a in e.args], target)
+        if code != target:
+            self.emit(f"{target} = {code}")
+        if rule.fresh and batched:
             self.owned.add(var.name)
         self.batched[var.name] = batched
         self.rank[var.name] = len(e.ty.shape) if isinstance(e.ty, TensorType) else 0
 
-    def op(self, e: OpCall) -> tuple[str, bool]:
-        ops = [self.operand(a) for a in e.args]
-        attrs = dict(e.attrs)
-        anyb = any(o[1] for o in ops)
-        shift = 1 if anyb else 0
-        name = e.op
-        if name in _UNARY:
-            buf = self.reusable(e.args[0], e.ty)
-            out = f", out={buf}" if buf else self.slot(e.ty) if ops[0][1] else ""
-            if name == "gelu":
-                out = ""
-            return _UNARY[name].format(ops[0][0], out=out), ops[0][1]
-        if name in _BINARY:
-            (a, ab, ar), (b, bb, br) = ops
-            # a batched operand of lower rank gets its batch axis kept apart ([B, D] ->
-            # [B, 1, D]); an unbatched one broadcasts against the trailing axes as it is
-            out_rank = len(e.ty.shape)
-            a = self.batched_like(ops[0], out_rank)
-            b = self.batched_like(ops[1], out_rank)
-            buf = self.reusable(e.args[0], e.ty) or self.reusable(e.args[1], e.ty)
-            out = f", out={buf}" if buf else self.slot(e.ty) if anyb else ""
-            return _BINARY[name].format(a, b, out=out), anyb
-        if name == "matmul":
-            return self.matmul(ops), anyb
-        if name == "batch_matmul":
-            (a, _, _), (b, _, _) = ops
-            if attrs.get("transpose_b"):
-                b = f"np.swapaxes({b}, -1, -2)"
-            return f"np.matmul({a}, {b})", anyb
-        if name == "embed":
-            table, tb, _ = ops[0]
-            idx, ib, _ = ops[1]
-            if isinstance(e.args[1], Const):  # a constant id (the same row for everyone)
-                idx = f"np.asarray({int(e.args[1].value)!r})"
-            if tb:  # a table that arrived as a per-instance value: row ids[b] of table b
-                ids = f"_ids({idx}, {table}.shape[1])"
-                return f"{table}[np.arange(B), {ids}]", True
-            ids = f"_ids({idx}, {table}.shape[0])"
-            return f"np.take({table}, {ids}, axis=0{self.slot(e.ty) if ib else ''})", ib
-        if name == "concat":
-            axis = attrs.get("axis", 0)
-            rank = ops[0][2]
-            ax = (axis % rank) + shift
-            parts = [
-                o[0] if o[1] or not anyb else f"np.broadcast_to({o[0]}, (B,) + {o[0]}.shape)"
-                for o in ops
-            ]
-            out = self.slot(e.ty) if anyb else ""
-            return f"np.concatenate(({', '.join(parts)},), axis={ax}{out})", anyb
-        if name == "split":
-            x, xb, r = ops[0]
-            ax = attrs.get("axis", 0) % r + (1 if xb else 0)
-            return f"np.split({x}, {attrs['sections']}, axis={ax})", xb
-        if name == "slice":
-            x, xb, r = ops[0]
-            ax = attrs.get("axis", 0) % r + (1 if xb else 0)
-            idx = "".join(":, " for _ in range(ax)) + f"{attrs['start']}:{attrs['stop']}"
-            return f"{x}[{idx}]", xb
-        if name == "reshape":
-            x, xb, _ = ops[0]
-            shape = tuple(e.ty.shape)
-            return (f"{x}.reshape((B,) + {shape!r})" if xb else f"{x}.reshape({shape!r})"), xb
-        if name == "transpose":
-            x, xb, r = ops[0]
-            axes = attrs.get("axes") or tuple(reversed(range(r)))
-            if xb:
-                axes = (0,) + tuple(a + 1 for a in axes)
-            return f"np.transpose({x}, {tuple(axes)!r})", xb
-        if name == "softmax":
-            x, xb, r = ops[0]
-            ax = attrs.get("axis", -1) % r + (1 if xb else 0)
-            return f"_softmax({x}, {ax})", xb
-        if name == "layer_norm":
-            rank = len(e.ty.shape)
-            g, b = (self.batched_like(o, rank) for o in ops[1:])
-            return f"_layer_norm({ops[0][0]}, {g}, {b}, {attrs.get('eps', 1e-5)!r})", anyb
-        if name in ("sum", "mean", "max"):
-            x, xb, r = ops[0]
-            axis = attrs.get("axis")
-            if axis is None:
-                ax = tuple(range(1 if xb else 0, r + (1 if xb else 0)))
-            else:
-                ax = axis % r + (1 if xb else 0)
-            keep = bool(attrs.get("keepdims"))
-            return f"np.{name}({x}, axis={ax!r}, keepdims={keep})", xb
-        if name == "scalar":
-            x, xb, _ = ops[0]
-            if not xb:
-                return f"np.float32({x})", False
-            a = e.args[0]
-            if isinstance(a, Var) and a.name in self.host_float:
-                x = f"{x}.view(np.float64)"
-            return f"np.asarray({x}, dtype=np.float32)", True
-        if name in ("zeros", "ones"):
-            shape = tuple(e.ty.shape)
-            return f"np.{name}((B,) + {shape!r}, dtype=np.float32)", True
-        raise NotImplementedError(f"no batched NumPy rule for {name}")
+    def emit(self, line: str) -> None:
+        """One statement of the kernel's body."""
+        self.lines.append("    " + line)
 
-    def dense(self, e: OpCall, target: str) -> tuple[str, bool]:
-        """Emit ``target = x @ W.T (+ b)``; the bias is added in place when the product
-        already has the result's batched shape."""
-        ops = [self.operand(a) for a in e.args]
-        (x, xb, xr), (w, wb, _) = ops[:2]
-        if wb:  # a weight that arrived as a batched value ([B, out, in])
-            if xr == 1:
-                code = f"np.matmul({w}, {x}[..., None])[..., 0]"
-            else:  # x [B or 1, *lead, in] @ W^T [B, 1 (per lead axis but the last), in, out]
-                xs = x if xb else f"{x}[None]"
-                wt = f"np.swapaxes({w}, -1, -2)"
-                if xr > 2:
-                    wt = f"np.expand_dims({wt}, {tuple(range(1, xr - 1))!r})"
-                code = f"np.matmul({xs}, {wt})"
-        else:
-            wt = (
-                self.weight(e.args[1].name, transposed=True)
-                if isinstance(e.args[1], ParamRef)
-                else f"{w}.T"
-            )
-            code = f"np.matmul({x}, {wt}{self.slot(e.ty) if xb else ''})"
-        batched = xb or wb or (len(ops) > 2 and ops[2][1])
-        if len(ops) == 2:
-            self.lines.append(f"    {target} = {code}")
-            return code, batched
-        bias = self.batched_like(ops[2], len(e.ty.shape))
-        if xb or wb:
-            self.lines.append(f"    {target} = {code}")
-            self.lines.append(f"    {target} += {bias}")
-        else:
-            self.lines.append(f"    {target} = np.add({code}, {bias})")
-        return target, batched
+    def out(self, e: OpCall, batched: bool, candidates=()) -> str:
+        """``, out=<buffer>`` for the result of ``e``: an operand among ``candidates`` it
+        may overwrite, else a workspace view when the result is batched, else nothing."""
+        for a in candidates:
+            buf = self.reusable(a, e.ty)
+            if buf:
+                return f", out={buf}"
+        return self.slot(e.ty) if batched else ""
 
     def batched_like(self, operand: tuple[str, bool, int], out_rank: int) -> str:
         """A batched operand of lower per-instance rank, shaped to broadcast against a
@@ -412,20 +499,6 @@ class _KernelGen:
             return code
         pad = "(1,) * " + str(out_rank - rank)
         return f"{code}.reshape({code}.shape[:1] + {pad} + {code}.shape[1:])"
-
-    def matmul(self, ops) -> str:
-        (a, ab, ar), (b, bb, br) = ops
-        if ab and bb:
-            if ar == 2 and br == 2:
-                return f"np.matmul({a}, {b})"
-            if ar == 2 and br == 1:
-                return f"np.matmul({a}, {b}[..., None])[..., 0]"
-            if ar == 1 and br == 2:
-                return f"np.matmul({a}[:, None, :], {b})[:, 0, :]"
-            return f"np.einsum('bk,bk->b', {a}, {b})"
-        if not ab and bb and br == 1:
-            return f"np.matmul({b}, np.transpose({a}))" if ar == 2 else f"np.matmul({b}, {a})"
-        return f"np.matmul({a}, {b})"
 
 
 def compile_numpy_kernel(f: Function, weights: dict[str, np.ndarray]) -> NumpyKernel:

@@ -39,21 +39,6 @@ from acrobat.ir.ops import REGISTRY
 from acrobat.ir.typecheck import FunctionInference
 from acrobat.ir.types import FLOAT, INT, AdtType, ScalarType, TensorType, TupleType, Type
 
-# Attributes that may also be passed positionally after the tensor arguments:
-# split(x, 3), slice(x, 0, H), reshape(x, (H, H)), zeros(H), softmax(x, -1), sum(x, 0)
-POSITIONAL_ATTRS = {
-    "split": ("sections", "axis"),
-    "slice": ("start", "stop", "axis"),
-    "reshape": ("shape",),
-    "transpose": ("axes",),
-    "zeros": ("shape",),
-    "ones": ("shape",),
-    "softmax": ("axis",),
-    "sum": ("axis",),
-    "mean": ("axis",),
-    "max": ("axis",),
-}
-
 TENSOR_BINOPS = {
     ast.Add: "add",
     ast.Sub: "sub",
@@ -331,7 +316,7 @@ class ExprLowerer:
         op = REGISTRY[name]
         self.no_starred(node)
         n_tensor = len(node.args)
-        positional = POSITIONAL_ATTRS.get(name, ())
+        positional = op.positional  # split(x, 3), slice(x, 0, H), zeros(H), sum(x, 0)
         if positional and op.max_arity is not None and len(node.args) > op.max_arity:
             n_tensor = op.max_arity
         extra = node.args[n_tensor:]

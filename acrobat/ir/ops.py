@@ -1,16 +1,14 @@
 """The op registry: every tensor and host op the modelling language knows.
 
-Each :class:`Op` carries, in one place, its name, arity, static attributes, shape rule,
-fusion kind and NumPy implementation (the per-instance reference semantics). Later
-layers add their own tables keyed by op name (batched kernels, CUDA templates), as JAX
-keeps ``batching.primitive_batchers[op]`` beside the op.
-
-Fusion kinds (used by the fusion pass):
-``elemwise`` (one input, same shape), ``broadcast`` (numpy broadcasting), ``injective``
-(data movement: reshape/slice/concat/split/transpose), ``reduction`` (sum/mean/max/
-softmax/layer_norm), ``opaque`` (dense/matmul/embed: fusion anchors), ``create``
-(zeros/ones), ``ghost`` (depth-only no-ops), ``host_read`` (tensor-to-host reads that make control flow
-tensor-dependent) and ``host`` (scalar arithmetic in the host program).
+Each :class:`Op` carries, in one place, its name, arity, static attributes (and which of
+them may be written positionally), type rule, FLOP rule, fusion kind (:class:`OpKind`)
+and NumPy implementation (the per-instance reference semantics). The lowerings live one
+layer up, in tables keyed by op name, as JAX keeps ``batching.primitive_batchers[op]``
+beside the op: ``acrobat.codegen.numpy_kernels.NUMPY_RULES`` (batched NumPy) and
+``acrobat.codegen.cuda_kernels.CUDA_RULES`` (CUDA). Every op of a kind that runs in a
+kernel (``OpKind.in_kernel``) has one rule in each; host-side kinds have none.
+``acrobat.codegen.elementwise.define_elementwise_op`` adds an elementwise op to the
+registry and both tables in one call.
 """
 
 from __future__ import annotations
@@ -18,11 +16,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
-from acrobat.errors import AcrobatShapeError, AcrobatTypeError
+from acrobat.errors import AcrobatNameError, AcrobatShapeError, AcrobatTypeError
 from acrobat.ir.types import (
     BOOL,
     FLOAT,
@@ -38,6 +37,56 @@ REQUIRED = object()
 """Marks an attribute without a default."""
 
 
+class OpKind(StrEnum):
+    """The fusion kind of an op (a ``StrEnum``: members compare equal to their names)."""
+
+    ELEMWISE = "elemwise"  # one input, same shape
+    BROADCAST = "broadcast"  # numpy broadcasting of two inputs
+    INJECTIVE = "injective"  # data movement: reshape/slice/concat/split/transpose
+    REDUCTION = "reduction"  # sum/mean/max/softmax/layer_norm
+    OPAQUE = "opaque"  # dense/matmul/embed: fusion anchors
+    CREATE = "create"  # zeros/ones/scalar
+    GHOST = "ghost"  # depth-only no-ops
+    HOST_READ = "host_read"  # tensor-to-host reads that make control flow tensor-dependent
+    HOST = "host"  # scalar arithmetic in the host program
+
+    @property
+    def in_kernel(self) -> bool:
+        """Ops of this kind run inside kernels (so each backend needs a rule for them);
+        the others stay in the host program and never reach a kernel."""
+        return self not in (OpKind.GHOST, OpKind.HOST_READ, OpKind.HOST)
+
+
+FlopRule = Callable[[list[Type], Type, dict[str, Any]], int]
+"""``(argument types, result type, attributes) -> FLOPs of one instance``."""
+
+
+def per_element(k: int = 1) -> FlopRule:
+    """``k`` FLOPs per element of the result or the first tensor argument, whichever is
+    larger; nothing for a host result."""
+
+    def flops(ts: list[Type], out: Type, attrs: dict[str, Any]) -> int:
+        if not isinstance(out, TensorType):
+            return 0
+        arg = ts[0] if ts and isinstance(ts[0], TensorType) else out
+        return max(out.size, arg.size) * k
+
+    return flops
+
+
+def no_flops(ts: list[Type], out: Type, attrs: dict[str, Any]) -> int:
+    """Data movement, creation and bookkeeping: no arithmetic."""
+    return 0
+
+
+def product_flops(ts: list[Type], out: Type, attrs: dict[str, Any]) -> int:
+    """A product: a multiply-add (2 FLOPs) per inner element per output, plus the bias."""
+    a = ts[0]
+    k = a.shape[-1] if a.shape else 1
+    n = out.size if isinstance(out, TensorType) else 0
+    return 2 * k * n + (n if len(ts) > 2 else 0)
+
+
 @dataclass(frozen=True)
 class Op:
     """One registered op."""
@@ -45,15 +94,17 @@ class Op:
     name: str
     min_arity: int
     max_arity: int | None  # None: variadic
-    kind: str
+    kind: OpKind
     shape_rule: Callable[[list[Type], dict[str, Any]], Type]
     impl: Callable[..., Any]
     attrs: dict[str, Any] = field(default_factory=dict)
     doc: str = ""
+    flops: FlopRule = per_element(1)
+    positional: tuple[str, ...] = ()  # attributes the frontend accepts after the tensors
 
     @property
     def reads_tensor_to_host(self) -> bool:
-        return self.kind == "host_read"
+        return self.kind == OpKind.HOST_READ
 
 
 REGISTRY: dict[str, Op] = {}
@@ -62,24 +113,48 @@ REGISTRY: dict[str, Op] = {}
 def register(
     name: str,
     arity: int | tuple[int, int | None],
-    kind: str,
+    kind: OpKind | str,
     impl: Callable[..., Any],
     attrs: dict[str, Any] | None = None,
     doc: str = "",
+    *,
+    flops: FlopRule | None = None,
+    positional: tuple[str, ...] = (),
 ):
-    """Decorator registering ``shape_rule`` as the rule of a new op."""
+    """Decorator registering ``shape_rule`` as the type rule of a new op.
+
+    ``flops`` defaults to one FLOP per element (:func:`per_element`); ``positional`` names
+    the attributes that may follow the tensor arguments in the source (``split(x, 3)``)."""
 
     lo, hi = (arity, arity) if isinstance(arity, int) else arity
+    kind = OpKind(kind)
+    attrs = dict(attrs or {})
+    if name in REGISTRY:
+        raise AcrobatNameError(f"op {name!r} is already registered")
+    if not set(positional) <= set(attrs):
+        raise AcrobatTypeError(f"{name}: positional attributes {positional} are not all attributes")
 
     def deco(rule):
-        REGISTRY[name] = Op(name, lo, hi, kind, rule, impl, dict(attrs or {}), doc)
+        REGISTRY[name] = Op(
+            name, lo, hi, kind, rule, impl, attrs, doc, flops or per_element(1), positional
+        )
         return rule
 
     return deco
 
 
+def unregister(name: str) -> None:
+    """Remove an op added by :func:`register` (tests that define ops clean up with it)."""
+    REGISTRY.pop(name, None)
+
+
 def get_op(name: str) -> Op:
     return REGISTRY[name]
+
+
+def op_flops(op: str, arg_types: list[Type], out: Type, attrs: dict[str, Any]) -> int:
+    """FLOPs of one instance of ``op`` (multiply-add = 2), by the op's FLOP rule."""
+    return REGISTRY[op].flops(arg_types, out, attrs)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -159,7 +234,9 @@ _UNARY = {
 }
 
 
-def _unary_rule(name):
+def same_type_rule(name: str):
+    """The type rule of an elementwise op: the type of its one tensor argument."""
+
     def rule(ts, attrs):
         return _tensor(ts[0], f"argument of {name}")
 
@@ -167,7 +244,14 @@ def _unary_rule(name):
 
 
 for _name, _fn in _UNARY.items():
-    register(_name, 1, "elemwise", _fn, doc=f"elementwise {_name}")(_unary_rule(_name))
+    register(
+        _name,
+        1,
+        OpKind.ELEMWISE,
+        _fn,
+        doc=f"elementwise {_name}",
+        flops=per_element(5 if _name == "gelu" else 1),
+    )(same_type_rule(_name))
 
 _BINARY = {
     "add": np.add,
@@ -179,7 +263,9 @@ _BINARY = {
 }
 
 
-def _binary_rule(name):
+def broadcast_type_rule(name: str):
+    """The type rule of a broadcasting op: NumPy broadcasting of two tensors of one dtype."""
+
     def rule(ts, attrs):
         a, b = _tensors(ts, name)
         return TensorType(broadcast_shapes(a.shape, b.shape, name), _same_dtype([a, b], name))
@@ -188,7 +274,9 @@ def _binary_rule(name):
 
 
 for _name, _fn in _BINARY.items():
-    register(_name, 2, "broadcast", _fn, doc=f"broadcasting {_name}")(_binary_rule(_name))
+    register(_name, 2, OpKind.BROADCAST, _fn, doc=f"broadcasting {_name}")(
+        broadcast_type_rule(_name)
+    )
 
 
 # ----------------------------------------------------------------------------- linear algebra
@@ -199,7 +287,14 @@ def _dense(x, w, b=None):
     return y + b if b is not None else y
 
 
-@register("dense", (2, 3), "opaque", _dense, doc="x @ W.T + b; W is [out, in]")
+@register(
+    "dense",
+    (2, 3),
+    OpKind.OPAQUE,
+    _dense,
+    doc="x @ W.T + b; W is [out, in]",
+    flops=product_flops,
+)
 def _dense_rule(ts, attrs):
     x, w, *b = _tensors(ts, "dense")
     if len(w.shape) != 2 or not x.shape:
@@ -214,7 +309,14 @@ def _dense_rule(ts, attrs):
     return TensorType(x.shape[:-1] + (w.shape[0],), _same_dtype([x, w, *b], "dense"))
 
 
-@register("matmul", 2, "opaque", np.matmul, doc="numpy matmul of 1-d / 2-d tensors")
+@register(
+    "matmul",
+    2,
+    OpKind.OPAQUE,
+    np.matmul,
+    doc="numpy matmul of 1-d / 2-d tensors",
+    flops=product_flops,
+)
 def _matmul_rule(ts, attrs):
     a, b = _tensors(ts, "matmul")
     if not (1 <= len(a.shape) <= 2 and 1 <= len(b.shape) <= 2):
@@ -235,10 +337,11 @@ def _batch_matmul(a, b, transpose_b=False):
 @register(
     "batch_matmul",
     2,
-    "opaque",
+    OpKind.OPAQUE,
     _batch_matmul,
     {"transpose_b": False},
     doc="[G, M, K] @ [G, K, N] (or [G, N, K] with transpose_b): attention heads",
+    flops=product_flops,
 )
 def _bmm_rule(ts, attrs):
     a, b = _tensors(ts, "batch_matmul")
@@ -265,7 +368,14 @@ def _embed(table, idx):
     return table[idx]
 
 
-@register("embed", 2, "opaque", _embed, doc="row `idx` (a host int) of the table E [V, H]")
+@register(
+    "embed",
+    2,
+    OpKind.OPAQUE,
+    _embed,
+    doc="row `idx` (a host int) of the table E [V, H]",
+    flops=no_flops,
+)
 def _embed_rule(ts, attrs):
     table = _tensor(ts[0], "the table of embed")
     if len(table.shape) != 2:
@@ -282,7 +392,15 @@ def _concat(*xs, axis=0):
     return np.concatenate(xs, axis=axis)
 
 
-@register("concat", (1, None), "injective", _concat, {"axis": 0}, doc="concatenate along axis")
+@register(
+    "concat",
+    (1, None),
+    OpKind.INJECTIVE,
+    _concat,
+    {"axis": 0},
+    doc="concatenate along axis",
+    flops=no_flops,
+)
 def _concat_rule(ts, attrs):
     xs = _tensors(ts, "concat")
     rank = len(xs[0].shape)
@@ -305,7 +423,16 @@ def _split(x, sections, axis=0):
     return tuple(np.split(x, sections, axis=axis))
 
 
-@register("split", 1, "injective", _split, {"sections": REQUIRED, "axis": 0}, doc="n equal parts")
+@register(
+    "split",
+    1,
+    OpKind.INJECTIVE,
+    _split,
+    {"sections": REQUIRED, "axis": 0},
+    doc="n equal parts",
+    flops=no_flops,
+    positional=("sections", "axis"),
+)
 def _split_rule(ts, attrs):
     (x,) = _tensors(ts, "split")
     n = attrs["sections"]
@@ -326,10 +453,12 @@ def _slice(x, start, stop, axis=0):
 @register(
     "slice",
     1,
-    "injective",
+    OpKind.INJECTIVE,
     _slice,
     {"start": REQUIRED, "stop": REQUIRED, "axis": 0},
     doc="x[start:stop] along axis",
+    flops=no_flops,
+    positional=("start", "stop", "axis"),
 )
 def _slice_rule(ts, attrs):
     (x,) = _tensors(ts, "slice")
@@ -346,7 +475,16 @@ def _reshape(x, shape):
     return np.reshape(x, shape)
 
 
-@register("reshape", 1, "injective", _reshape, {"shape": REQUIRED}, doc="same data, new shape")
+@register(
+    "reshape",
+    1,
+    OpKind.INJECTIVE,
+    _reshape,
+    {"shape": REQUIRED},
+    doc="same data, new shape",
+    flops=no_flops,
+    positional=("shape",),
+)
 def _reshape_rule(ts, attrs):
     (x,) = _tensors(ts, "reshape")
     shape = list(_as_shape(attrs["shape"], "reshape"))
@@ -366,7 +504,16 @@ def _transpose(x, axes=None):
     return np.transpose(x, axes)
 
 
-@register("transpose", 1, "injective", _transpose, {"axes": None}, doc="permute axes")
+@register(
+    "transpose",
+    1,
+    OpKind.INJECTIVE,
+    _transpose,
+    {"axes": None},
+    doc="permute axes",
+    flops=no_flops,
+    positional=("axes",),
+)
 def _transpose_rule(ts, attrs):
     (x,) = _tensors(ts, "transpose")
     axes = attrs["axes"]
@@ -394,9 +541,16 @@ def _same_shape_rule(name):
     return rule
 
 
-register("softmax", 1, "reduction", _softmax, {"axis": -1}, doc="softmax along axis")(
-    _same_shape_rule("softmax")
-)
+register(
+    "softmax",
+    1,
+    OpKind.REDUCTION,
+    _softmax,
+    {"axis": -1},
+    doc="softmax along axis",
+    flops=per_element(5),
+    positional=("axis",),
+)(_same_shape_rule("softmax"))
 
 
 def _layer_norm(x, gamma, beta, eps=1e-5):
@@ -405,7 +559,15 @@ def _layer_norm(x, gamma, beta, eps=1e-5):
     return (x - mu) / np.sqrt(var + eps) * gamma + beta
 
 
-@register("layer_norm", 3, "reduction", _layer_norm, {"eps": 1e-5}, doc="normalise the last axis")
+@register(
+    "layer_norm",
+    3,
+    OpKind.REDUCTION,
+    _layer_norm,
+    {"eps": 1e-5},
+    doc="normalise the last axis",
+    flops=per_element(5),
+)
 def _layer_norm_rule(ts, attrs):
     x, g, b = _tensors(ts, "layer_norm")
     if not x.shape or g.shape != x.shape[-1:] or b.shape != x.shape[-1:]:
@@ -441,9 +603,15 @@ def _reduce_rule(name):
 
 
 for _name, _fn in {"sum": np.sum, "mean": np.mean, "max": np.max}.items():
-    register(_name, 1, "reduction", _reducer(_fn), {"axis": None, "keepdims": False}, doc=_name)(
-        _reduce_rule(_name)
-    )
+    register(
+        _name,
+        1,
+        OpKind.REDUCTION,
+        _reducer(_fn),
+        {"axis": None, "keepdims": False},
+        doc=_name,
+        positional=("axis",),
+    )(_reduce_rule(_name))
 
 
 # ----------------------------------------------------------------------------- creation
@@ -466,12 +634,26 @@ def _create_rule(name):
     return rule
 
 
-register("zeros", 0, "create", _filler(np.zeros), {"shape": REQUIRED}, doc="zeros")(
-    _create_rule("zeros")
-)
-register("ones", 0, "create", _filler(np.ones), {"shape": REQUIRED}, doc="ones")(
-    _create_rule("ones")
-)
+register(
+    "zeros",
+    0,
+    OpKind.CREATE,
+    _filler(np.zeros),
+    {"shape": REQUIRED},
+    doc="zeros",
+    flops=no_flops,
+    positional=("shape",),
+)(_create_rule("zeros"))
+register(
+    "ones",
+    0,
+    OpKind.CREATE,
+    _filler(np.ones),
+    {"shape": REQUIRED},
+    doc="ones",
+    flops=no_flops,
+    positional=("shape",),
+)(_create_rule("ones"))
 
 
 def _scalar(v):
@@ -488,7 +670,7 @@ def _scalar(v):
 @register(
     "scalar",
     1,
-    "create",
+    OpKind.CREATE,
     _scalar,
     doc="a host int or float as a 0-d float32 tensor (x * n with a host n uses it)",
 )
@@ -509,7 +691,7 @@ def _item(x):
     return float(x.reshape(()))
 
 
-@register("item", 1, "host_read", _item, doc="the value of a one-element tensor, on the host")
+@register("item", 1, OpKind.HOST_READ, _item, doc="the value of a one-element tensor, on the host")
 def _item_rule(ts, attrs):
     (x,) = _tensors(ts, "item")
     if x.size != 1:
@@ -521,7 +703,7 @@ def _argmax(x):
     return int(np.argmax(x))
 
 
-@register("argmax", 1, "host_read", _argmax, doc="index of the largest element, on the host")
+@register("argmax", 1, OpKind.HOST_READ, _argmax, doc="index of the largest element, on the host")
 def _argmax_rule(ts, attrs):
     (x,) = _tensors(ts, "argmax")
     if x.size == 0:
@@ -572,9 +754,9 @@ _HOST_NUMERIC = {
     "h.ne": lambda a, b: a != b,
 }
 for _name, _fn in _HOST_NUMERIC.items():
-    register(_name, 2, "host", _fn, doc="host scalar " + _name[2:])(_host_numeric(_name))
-register("h.neg", 1, "host", lambda a: -a, doc="host negation")(_host_numeric("h.neg"))
-register("h.abs", 1, "host", abs, doc="host absolute value")(_host_numeric("h.abs"))
+    register(_name, 2, OpKind.HOST, _fn, doc="host scalar " + _name[2:])(_host_numeric(_name))
+register("h.neg", 1, OpKind.HOST, lambda a: -a, doc="host negation")(_host_numeric("h.neg"))
+register("h.abs", 1, OpKind.HOST, abs, doc="host absolute value")(_host_numeric("h.abs"))
 
 
 def _host_extremum(pick):
@@ -586,10 +768,10 @@ def _host_extremum(pick):
     return impl
 
 
-register("h.min", 2, "host", _host_extremum(min), doc="host minimum of two numbers")(
+register("h.min", 2, OpKind.HOST, _host_extremum(min), doc="host minimum of two numbers")(
     _host_numeric("h.min")
 )
-register("h.max", 2, "host", _host_extremum(max), doc="host maximum of two numbers")(
+register("h.max", 2, OpKind.HOST, _host_extremum(max), doc="host maximum of two numbers")(
     _host_numeric("h.max")
 )
 
@@ -601,7 +783,7 @@ def _list_length(xs):
     return n
 
 
-@register("h.len", 1, "host", _list_length, doc="number of elements of a List, on the host")
+@register("h.len", 1, OpKind.HOST, _list_length, doc="number of elements of a List, on the host")
 def _len_rule(ts, attrs):
     (t,) = ts
     if not (isinstance(t, AdtType) and t.name == "List"):
@@ -612,15 +794,23 @@ def _len_rule(ts, attrs):
     return INT
 
 
-register("h.and", 2, "host", lambda a, b: a and b, doc="host and")(_host_bool("h.and"))
-register("h.or", 2, "host", lambda a, b: a or b, doc="host or")(_host_bool("h.or"))
-register("h.not", 1, "host", lambda a: not a, doc="host not")(_host_bool("h.not"))
+register("h.and", 2, OpKind.HOST, lambda a, b: a and b, doc="host and")(_host_bool("h.and"))
+register("h.or", 2, OpKind.HOST, lambda a, b: a or b, doc="host or")(_host_bool("h.or"))
+register("h.not", 1, OpKind.HOST, lambda a: not a, doc="host not")(_host_bool("h.not"))
 
 
 # ----------------------------------------------------------------------------- ghost
 
 
-@register("ghost", 0, "ghost", lambda count=1: (), {"count": 1}, doc="a depth-only no-op")
+@register(
+    "ghost",
+    0,
+    OpKind.GHOST,
+    lambda count=1: (),
+    {"count": 1},
+    doc="a depth-only no-op",
+    flops=no_flops,
+)
 def _ghost_rule(ts, attrs):
     """Ghost operators (PAPER.md optimization 6) only advance the dynamic depth."""
     n = attrs["count"]

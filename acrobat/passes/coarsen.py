@@ -38,7 +38,7 @@ from acrobat.ir.nodes import (
     TupleExpr,
     Var,
 )
-from acrobat.ir.ops import REGISTRY
+from acrobat.ir.ops import REGISTRY, OpKind
 from acrobat.ir.traversal import kernel_key, post_order_map, var_names, walk
 from acrobat.ir.types import TensorType, TupleType
 from acrobat.passes.base import (
@@ -53,7 +53,7 @@ from acrobat.passes.base import (
 def _passive(v: Expr) -> bool:
     """Bindings a run may step over (no effect on the DFG or on depth)."""
     return isinstance(v, (Var, Proj, TupleExpr)) or (
-        isinstance(v, OpCall) and REGISTRY[v.op].kind == "host"
+        isinstance(v, OpCall) and REGISTRY[v.op].kind is OpKind.HOST
     )
 
 

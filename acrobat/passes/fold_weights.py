@@ -20,7 +20,7 @@ import dataclasses
 import numpy as np
 
 from acrobat.ir.nodes import Binding, Const, Expr, Let, Module, OpCall, ParamDef, ParamRef, Var
-from acrobat.ir.ops import REGISTRY
+from acrobat.ir.ops import REGISTRY, OpKind
 from acrobat.ir.traversal import post_order_map
 from acrobat.ir.types import TensorType
 from acrobat.passes.base import PassContext, Property
@@ -90,7 +90,7 @@ class FoldWeightExpressions:
 def _foldable(v: Expr, env: dict[str, str]) -> bool:
     if not isinstance(v, OpCall) or not isinstance(v.ty, TensorType):
         return False
-    if REGISTRY[v.op].kind in ("host", "host_read", "create", "ghost"):
+    if REGISTRY[v.op].kind in (OpKind.HOST, OpKind.HOST_READ, OpKind.CREATE, OpKind.GHOST):
         return False
     has_weight = False
     for a in v.args:

@@ -42,7 +42,7 @@ from acrobat.ir.nodes import (
     TupleExpr,
     Var,
 )
-from acrobat.ir.ops import REGISTRY
+from acrobat.ir.ops import REGISTRY, OpKind
 from acrobat.ir.traversal import kernel_key, var_names, walk
 from acrobat.ir.types import TupleType
 from acrobat.passes.base import (
@@ -53,7 +53,7 @@ from acrobat.passes.base import (
     map_host_functions,
 )
 
-FUSABLE = ("elemwise", "broadcast", "injective", "reduction", "create", "opaque")
+FUSABLE = tuple(k for k in OpKind if k.in_kernel)  # the kinds that run in kernels
 
 
 def kernel_op(v: Expr) -> bool:
@@ -120,7 +120,7 @@ class FuseOps:
             v = b.value
             if kernel_op(v):
                 is_static = b.var.name in static
-                opaque = REGISTRY[v.op].kind == "opaque"
+                opaque = REGISTRY[v.op].kind is OpKind.OPAQUE
                 joins = (
                     fusion
                     and group is not None
@@ -190,5 +190,5 @@ class FuseOps:
 def _closes(v: Expr) -> bool:
     """Bindings that end the open group even when they do not use it."""
     return not isinstance(v, (Var, Proj, TupleExpr)) and not (
-        isinstance(v, OpCall) and REGISTRY[v.op].kind == "host"
+        isinstance(v, OpCall) and REGISTRY[v.op].kind is OpKind.HOST
     )
