@@ -91,3 +91,14 @@ class EvaluationError(AcrobatError):
 
 class BackendUnavailableError(AcrobatError):
     """The requested backend cannot run here (e.g. no CuPy, no CUDA driver, no device)."""
+
+
+class IndexOutOfRange(Exception):
+    """An embedding id outside its table; ``position`` is the row of the batch.
+
+    Not an :class:`AcrobatError`: kernels raise it, and the executor turns it into the
+    :class:`InstanceError` of the instance that recorded that row."""
+
+    def __init__(self, position: int, value: int, size: int):
+        super().__init__(f"id {value} is outside the table of {size} rows")
+        self.position, self.value, self.size = position, value, size

@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 
 from acrobat.codegen.cuda_kernels import REDUCE_BLOCK, CudaPlan, Gemm, Launch, plan_kernel
-from acrobat.codegen.numpy_kernels import IndexOutOfRange
-from acrobat.errors import BackendUnavailableError
+from acrobat.errors import BackendUnavailableError, IndexOutOfRange
 
 _HINT = "use backend='numpy', or backend='auto' to fall back to it automatically"
 

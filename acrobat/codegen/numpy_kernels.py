@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from acrobat.codegen import ident
+from acrobat.errors import IndexOutOfRange
 from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
 from acrobat.ir.types import FLOAT, TensorType, TupleType
 
@@ -73,14 +74,6 @@ def workspace(shapes: list[tuple[tuple[int, ...], str]]):
         return a[:B]
 
     return buf
-
-
-class IndexOutOfRange(Exception):
-    """An embedding id outside its table; ``position`` is the row of the batch."""
-
-    def __init__(self, position: int, value: int, size: int):
-        super().__init__(f"id {value} is outside the table of {size} rows")
-        self.position, self.value, self.size = position, value, size
 
 
 def _ids(idx: np.ndarray, size: int) -> np.ndarray:

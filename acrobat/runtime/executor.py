@@ -12,12 +12,11 @@ import time
 
 import numpy as np
 
-from acrobat.codegen.host import STRIDE
-from acrobat.codegen.numpy_kernels import IndexOutOfRange
-from acrobat.errors import InstanceError
+from acrobat.codegen.records import ARGS, INST, OUT, STRIDE
+from acrobat.errors import IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType, TupleType
 from acrobat.runtime.arena import ArenaPool
-from acrobat.runtime.dfg import DFG, INST, OUT, KernelInfo
+from acrobat.runtime.dfg import DFG, KernelInfo
 from acrobat.runtime.schedule import Schedule
 from acrobat.trace import BatchFormed, KernelLaunched, PhaseBoundary, Trace
 
@@ -105,7 +104,7 @@ class Executor:
             args = []
             moved = 0
             for a, arena in enumerate(self.in_arenas[k]):
-                col = rec[:, 3 + a]
+                col = rec[:, ARGS + a]
                 if fused:  # host rows / ids: the backend uploads them in one copy
                     args.append(col if arena is None else (arena.buf, self.row_of[col]))
                 elif arena is None:

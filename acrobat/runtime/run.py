@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from acrobat.backends import get_backend
-from acrobat.codegen.host import READ_ITEM, STRIDE, float_bits, generate_host
+from acrobat.codegen.host import generate_host
+from acrobat.codegen.records import ARGS, INST, OUT, READ_ITEM, STRIDE, float_bits
 from acrobat.errors import AcrobatError, AcrobatNameError, InstanceError
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
 from acrobat.runtime.arena import ArenaPool
@@ -80,11 +81,11 @@ def _records(rows: list[tuple], width: int, kernel: str) -> np.ndarray:
         return np.array(rows, np.int64).reshape(len(rows), width)
     except OverflowError:
         for row in rows:
-            for value in row[3:]:
+            for value in row[ARGS:]:
                 if not -(1 << 63) <= value < 1 << 63:
                     raise InstanceError(
                         f"{kernel}: host value {value} does not fit in 64 bits",
-                        row[2],
+                        row[INST],
                         hint="token ids and other host ints passed to tensor ops must lie "
                         "in the int64 range",
                     ) from None
@@ -164,7 +165,7 @@ class Runtime:
             for k, lst in enumerate(lists):
                 new = lst[done[k] :]
                 done[k] = len(lst)
-                width = 3 + len(self.kernels[k].params)
+                width = ARGS + len(self.kernels[k].params)
                 recs.append(_records(new, width, self.kernels[k].name))
             dfg = DFG(ex.info, recs)
             t2 = time.perf_counter()
@@ -279,15 +280,17 @@ def _node_events(trace, dfg: DFG, sched, kernels, offset: int, batches: int, mad
         row = dfg.records[kk][ll].tolist()
         info = dfg.kernels[kk]
         inputs = tuple(
-            made_by[v] for v, batched in zip(row[3:], info.arg_batched) if batched and v in made_by
+            made_by[v]
+            for v, batched in zip(row[ARGS:], info.arg_batched)
+            if batched and v in made_by
         )
         for j in range(info.n_outputs):
-            made_by[row[1] + j] = pos + offset
+            made_by[row[OUT] + j] = pos + offset
         trace.emit(
             NodeRecorded(
                 pos + offset,
                 kernels[kk].name,
-                row[2],
+                row[INST],
                 int(key[pos] // STRIDE),
                 int(key[pos] % STRIDE),
                 tuple(dict.fromkeys(inputs)),

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acrobat.codegen.host import STRIDE
+from acrobat.codegen.records import KEY, STRIDE
 from acrobat.errors import AcrobatNameError
-from acrobat.runtime.dfg import DFG, KEY
+from acrobat.runtime.dfg import DFG
 
 POLICIES = ("acrobat", "dynet-depth", "dynet-agenda", "eager")
 
