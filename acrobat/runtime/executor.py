@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from acrobat.backends.base import Backend
 from acrobat.codegen.records import ARGS, INST, OUT, STRIDE
 from acrobat.errors import IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType, TupleType
@@ -24,7 +25,7 @@ from acrobat.trace import BatchFormed, KernelLaunched, PhaseBoundary, Trace
 class Executor:
     """Value storage (value id -> arena row) and batch execution for one program."""
 
-    def __init__(self, kernels, fns, pool: ArenaPool, backend):
+    def __init__(self, kernels, fns, pool: ArenaPool, backend: Backend):
         self.kernels = kernels  # KernelSpec list, index = kernel id
         self.fns = fns
         self.pool = pool
@@ -88,8 +89,8 @@ class Executor:
         gathered = 0
         phase = None
         # gather fusion: kernels get (arena buffer, rows) and write into the output blocks
-        fused = getattr(self.backend, "fused_gather", False) and self.pool.zero_copy
-        take_device_ms = getattr(self.backend, "take_device_ms", None)
+        fused = self.backend.fused_gather and self.pool.zero_copy
+        take_device_ms = self.backend.take_device_ms
         for i, batch in enumerate(sched.batches):
             k = batch.kernel
             if trace is not None and sched.policy == "acrobat":
@@ -133,7 +134,8 @@ class Executor:
                 self.arena_of[base + j] = self.arena_index[id(arena)]
             self.backend.synchronize()
             end = time.perf_counter()
-            device_ms = sum(take_device_ms()) if take_device_ms else None
+            times = take_device_ms()
+            device_ms = sum(times) if times is not None else None
             gathered += moved
             if trace is not None:
                 name = self.kernels[k].name

@@ -97,6 +97,10 @@ class EmulatedCudaBackend:
     def synchronize(self) -> None:
         """Host code: nothing to wait for."""
 
+    def take_device_ms(self) -> None:
+        """No device clock (the kernels run on the host)."""
+        return None
+
 
 class _Event:
     def record(self) -> None:
