@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import sys
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from acrobat.backends import get_backend
-from acrobat.codegen.host import generate_host
 from acrobat.codegen.records import ARGS, INST, OUT, READ_ITEM, STRIDE, float_bits
 from acrobat.errors import AcrobatError, AcrobatNameError, InstanceError
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
@@ -93,14 +93,18 @@ def _records(rows: list[tuple], width: int, kernel: str) -> np.ndarray:
 
 
 class Runtime:
-    """A compiled program prepared for one backend: host program and kernels, reusable."""
+    """A compiled program prepared for one backend: kernels compiled, arenas kept.
+
+    Holds no reference to the program itself (only to the parts a run reads), so the
+    cache of :func:`prepare` lets a program go when its user drops it."""
 
     def __init__(self, prog, backend_name: str):
-        self.prog = prog
+        self.module = m = prog.module
+        self.params = prog.params
+        self.inline_depth = prog.options.inline_depth
         self.backend = get_backend(backend_name)
-        m = prog.module
-        self.base = prog.max_static_depth + 1
-        self.host = generate_host(m, prog.taint.fiber_functions, self.base)
+        self.host = prog.host_program
+        self.base = prog.max_static_depth + 1  # where dynamic depths start
         self.kernels = [prog.kernels[name] for name in self.host.kernels]
         self.fns, self.sources = [], {}
         for k in self.kernels:
@@ -125,7 +129,7 @@ class Runtime:
             raise AcrobatNameError(
                 f"unknown trace level {trace_level!r}", hint=f"choose one of {TRACE_LEVELS}"
             )
-        m = self.prog.module
+        m = self.module
         trace = Trace()
         if trace_level != "off":
             trace.emit(HostProgramGenerated(self.host.source))
@@ -169,7 +173,7 @@ class Runtime:
                 recs.append(_records(new, width, self.kernels[k].name))
             dfg = DFG(ex.info, recs)
             t2 = time.perf_counter()
-            sched = schedule(dfg, policy, self.prog.options.inline_depth)
+            sched = schedule(dfg, policy, self.inline_depth)
             t3 = time.perf_counter()
             ex.reserve(next_value())
             self.pool.check(ex.output_bytes(dfg))
@@ -191,7 +195,7 @@ class Runtime:
         try:
             nv = 0
             checked = [entry_args(m, x, i) for i, x in enumerate(instances)]
-            upload = [self.prog.params[w] for w in self.host.weight_values]
+            upload = [self.params[w] for w in self.host.weight_values]
             inputs = _array_bytes(checked) if self.tensor_inputs else 0
             self.pool.check(inputs + sum(a.nbytes for a in upload))
             args_list = []
@@ -299,6 +303,23 @@ def _node_events(trace, dfg: DFG, sched, kernels, offset: int, batches: int, mad
         )
 
 
+# program -> {backend name -> Runtime}; an entry goes with its program (Runtime holds no
+# reference to the program, so the cache does not keep it alive)
+_PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def prepare(prog, backend: str = "numpy") -> Runtime:
+    """``prog`` prepared for ``backend``: made on first use, then reused by every
+    :func:`run` of the program on that backend, and dropped with the program."""
+    prepared = _PREPARED.get(prog)
+    if prepared is None:
+        prepared = _PREPARED[prog] = {}
+    runtime = prepared.get(backend)
+    if runtime is None:
+        runtime = prepared[backend] = Runtime(prog, backend)
+    return runtime
+
+
 def run(
     prog,
     instances,
@@ -313,11 +334,9 @@ def run(
     "null" (or "cupy"/"auto"); ``trace_level``: "off", "batches" or "nodes".
     """
     instances = list(instances)
-    cache = prog.runtimes
-    if backend not in cache:
-        cache[backend] = Runtime(prog, backend)
+    runtime = prepare(prog, backend)
     try:
-        return cache[backend].run(instances, policy, trace_level, memory_limit)
+        return runtime.run(instances, policy, trace_level, memory_limit)
     except RecursionError:
         raise InstanceError("an instance is nested too deeply for the host program") from None
     except AcrobatError:
