@@ -35,10 +35,6 @@ class DFG:
     def num_nodes(self) -> int:
         return sum(len(r) for r in self.records)
 
-    def offsets(self) -> np.ndarray:
-        """Global node number of each kernel's first node (kernel order)."""
-        return np.cumsum([0] + [len(r) for r in self.records])
-
     def all_nodes(self):
         """(kernel index, local index, out id, key) of every node, in recording order."""
         ks, ls, outs, keys = [], [], [], []

@@ -15,7 +15,7 @@ import numpy as np
 from acrobat.backends.base import Backend
 from acrobat.codegen.records import ARGS, INST, OUT, STRIDE
 from acrobat.errors import IndexOutOfRange, InstanceError
-from acrobat.ir.types import TensorType, TupleType
+from acrobat.ir.types import TensorType
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG, KernelInfo
 from acrobat.runtime.schedule import Schedule
@@ -49,9 +49,6 @@ class Executor:
             self.arena_index[id(a)] = len(self.arena_list)
             self.arena_list.append(a)
         return a
-
-    def reset(self) -> None:
-        self.pool.reset()
 
     def reserve(self, n_values: int) -> None:
         """Room for value ids ``0..n_values-1``."""
@@ -153,88 +150,3 @@ class Executor:
                     )
                 )
         return gathered
-
-
-def to_handles(m, value, ty, executor: Executor, next_vid: int):
-    """An instance with every tensor replaced by a value id; returns (value, next id).
-    Callers skip it for types that hold no tensor (see :func:`has_tensor`)."""
-    counter = [next_vid]
-
-    def conv(v, t):
-        if isinstance(t, TensorType):
-            vid = counter[0]
-            counter[0] += 1
-            executor.upload(vid, np.asarray(v))
-            return vid
-        if isinstance(t, TupleType):
-            return tuple(conv(x, ft) for x, ft in zip(v, t.fields))
-        return _map_adt(m, v, t, conv)
-
-    out = conv(value, ty)
-    return out, counter[0]
-
-
-def from_handles(m, value, ty, executor: Executor):
-    """A result with every value id replaced by its tensor (host arrays).
-    Callers skip it for types that hold no tensor (see :func:`has_tensor`)."""
-
-    def conv(v, t):
-        if isinstance(t, TensorType):
-            return executor.read(v)
-        if isinstance(t, TupleType):
-            return tuple(conv(x, ft) for x, ft in zip(v, t.fields))
-        return _map_adt(m, v, t, conv)
-
-    return conv(value, ty)
-
-
-def _map_adt(m, v, t, conv):
-    """Rebuild an ADT value with ``conv`` applied to its non-recursive fields.
-
-    The recursive spine (a list's tail, a tree's subtrees of the same type) is walked
-    with an explicit stack, so any depth works."""
-    from acrobat.ir.types import AdtType, substitute
-    from acrobat.ir.values import AdtValue
-
-    if not isinstance(t, AdtType):
-        return v
-    adt = m.adt_map[t.name]
-    mapping = dict(zip(adt.type_params, t.args))
-    # field types per constructor, once; a recursive field is ``t`` itself
-    types = {
-        c.name: [t if (ft := substitute(f, mapping)) == t else ft for f in c.fields]
-        for c in adt.ctors
-    }
-
-    def fields_of(node):
-        return list(zip(node.fields, types[node.ctor]))
-
-    order, stack = [], [v]
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        stack.extend(f for f, ft in fields_of(node) if ft is t)
-    done: dict[int, AdtValue] = {}
-    for node in reversed(order):
-        fields = tuple(done[id(f)] if ft is t else conv(f, ft) for f, ft in fields_of(node))
-        done[id(node)] = AdtValue(node.ctor, fields)
-    return done[id(v)]
-
-
-def has_tensor(m, ty, seen: set | None = None) -> bool:
-    """Whether values of ``ty`` can hold a tensor."""
-    seen = set() if seen is None else seen
-    from acrobat.ir.types import AdtType, substitute
-
-    if isinstance(ty, TensorType):
-        return True
-    if isinstance(ty, TupleType):
-        return any(has_tensor(m, f, seen) for f in ty.fields)
-    if isinstance(ty, AdtType):
-        if ty in seen:
-            return False
-        seen.add(ty)
-        adt = m.adt_map[ty.name]
-        mapping = dict(zip(adt.type_params, ty.args))
-        return any(has_tensor(m, substitute(f, mapping), seen) for c in adt.ctors for f in c.fields)
-    return False

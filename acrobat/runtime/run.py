@@ -19,13 +19,14 @@ import numpy as np
 
 from acrobat.backends import get_backend
 from acrobat.codegen.records import ARGS, INST, OUT, READ_ITEM, STRIDE, float_bits
-from acrobat.errors import AcrobatError, AcrobatNameError, InstanceError
+from acrobat.errors import AcrobatNameError, InstanceError
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
-from acrobat.runtime.executor import Executor, from_handles, has_tensor, to_handles
+from acrobat.runtime.executor import Executor
 from acrobat.runtime.fibers import HOST_FAILURES, Fiber, host_failure, run_fibers
 from acrobat.runtime.schedule import POLICIES, lower_bound, schedule
+from acrobat.runtime.values import array_bytes, from_handles, has_tensor, to_handles
 from acrobat.trace import (
     HostProgramGenerated,
     HostSpan,
@@ -46,20 +47,6 @@ class RunResult:
     outputs: list[Any]
     trace: Trace
     stats: dict[str, Any] = field(default_factory=dict)
-
-
-def _array_bytes(values) -> int:
-    """Bytes of every NumPy array inside (nested) instance values."""
-    total, stack = 0, list(values)
-    while stack:
-        v = stack.pop()
-        if isinstance(v, np.ndarray):
-            total += v.nbytes
-        elif isinstance(v, (tuple, list)):
-            stack.extend(v)
-        elif isinstance(v, AdtValue):
-            stack.extend(f for f in v.fields if not isinstance(f, (int, float)))
-    return total
 
 
 def _memory_limit() -> int:
@@ -196,7 +183,7 @@ class Runtime:
             nv = 0
             checked = [entry_args(m, x, i) for i, x in enumerate(instances)]
             upload = [self.params[w] for w in self.host.weight_values]
-            inputs = _array_bytes(checked) if self.tensor_inputs else 0
+            inputs = array_bytes(checked) if self.tensor_inputs else 0
             self.pool.check(inputs + sum(a.nbytes for a in upload))
             args_list = []
             for args in checked:
@@ -339,5 +326,3 @@ def run(
         return runtime.run(instances, policy, trace_level, memory_limit)
     except RecursionError:
         raise InstanceError("an instance is nested too deeply for the host program") from None
-    except AcrobatError:
-        raise

@@ -296,4 +296,4 @@ def test_checker_rejects_broken_schedules():
     ]
     for batches in broken:
         with pytest.raises(AssertionError):
-            check_schedule(dfg, Schedule(good.policy, batches, good.lower_bound))
+            check_schedule(dfg, Schedule(good.policy, batches))
