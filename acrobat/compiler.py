@@ -7,19 +7,25 @@ The pipeline (each step one pass file in :mod:`acrobat.passes`)::
     -> FuseOps -> HoistStaticDepth -> CoarsenGrains -> HoistStaticDepth -> AddGhostOps
     -> EliminateDeadCode
 
-and lowering to a :class:`CompiledProgram`: the host program (the module's ordinary
-functions, in ANF, whose kernel calls record DFG nodes at run time) plus one
-:class:`KernelSpec` per kernel, which backends compile.
+and lowering to a :class:`CompiledProgram`, which holds everything that does not
+depend on the inputs: the generated host program (the module's ordinary functions as
+Python source whose kernel calls record DFG nodes at run time,
+:mod:`acrobat.codegen.host`) and one :class:`KernelSpec` per kernel, with its CUDA plan
+made on first use. What depends on a backend (compiled kernel callables, arenas) lives
+in the runtime's prepared :class:`~acrobat.runtime.run.Runtime`, never in the program.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from acrobat.analysis.taint import TaintResult, taint
+from acrobat.codegen.cuda_kernels import CudaPlan, plan_kernel
+from acrobat.codegen.host import HostProgram, generate_host
 from acrobat.ir import ops
 from acrobat.ir.nodes import Binding, Function, KernelCall, Let, Module, OpCall, ParamRef
 from acrobat.ir.traversal import walk
@@ -67,10 +73,20 @@ class KernelSpec:
         body = self.function.body
         return body.bindings if isinstance(body, Let) else ()
 
+    @functools.cached_property
+    def cuda_plan(self) -> CudaPlan:
+        """The kernel's CUDA plan (launches and products), made once on first use: it
+        depends only on the kernel, and ops without a CUDA rule fail only there."""
+        return plan_kernel(self.function)
 
-@dataclass
+
+@dataclass(eq=False)
 class CompiledProgram:
-    """The compiler's output: host program, kernels, weights and what the passes did."""
+    """The compiler's output: host program, kernels, weights and what the passes did.
+
+    Complete when ``compile`` returns and never written by a run: ``host_program`` is
+    the generated host program (``.source``, ``.kernels``, ``.fibers``,
+    ``.weight_values``), ``kernels`` the kernel specs. Compare programs by identity."""
 
     module: Module
     kernels: dict[str, KernelSpec]
@@ -82,8 +98,8 @@ class CompiledProgram:
     taint: TaintResult
     max_static_depth: int
     phases: int
+    host_program: HostProgram = field(repr=False)
     stats: dict[str, Any] = field(default_factory=dict)
-    runtimes: dict[str, Any] = field(default_factory=dict, repr=False)  # per backend, reused
 
     @property
     def host_functions(self) -> list[Function]:
@@ -165,6 +181,9 @@ def compile(  # noqa: A001 - the facade name of DESIGN.md §9
         for e in walk(f.body)
         if isinstance(e, KernelCall) and e.depth is not None
     ]
+    max_static_depth = max(depths, default=-1)
+    # dynamic depths start right after the hoisted (static) ones
+    host = generate_host(out, result_taint.fiber_functions, max_static_depth + 1)
     return CompiledProgram(
         module=out,
         kernels=kernels,
@@ -174,8 +193,9 @@ def compile(  # noqa: A001 - the facade name of DESIGN.md §9
         trace=trace,
         notes=ctx.notes,
         taint=result_taint,
-        max_static_depth=max(depths, default=-1),
+        max_static_depth=max_static_depth,
         phases=ctx.facts.phases,
+        host_program=host,
         stats=stats,
     )
 

@@ -103,3 +103,14 @@ class MissingLoweringError(AcrobatError):
     def __init__(self, op: str, backend: str, kernel: str, hint: str | None = None):
         self.op, self.backend, self.kernel = op, backend, kernel
         super().__init__(f"kernel {kernel}: no {backend} rule for op {op!r}", None, hint)
+
+
+class IndexOutOfRange(Exception):
+    """An embedding id outside its table; ``position`` is the row of the batch.
+
+    Not an :class:`AcrobatError`: kernels raise it, and the executor turns it into the
+    :class:`InstanceError` of the instance that recorded that row."""
+
+    def __init__(self, position: int, value: int, size: int):
+        super().__init__(f"id {value} is outside the table of {size} rows")
+        self.position, self.value, self.size = position, value, size

@@ -175,3 +175,29 @@ def test_regressions(src):
             rtol=1e-5,
             atol=1e-6,
         )
+
+
+def test_compile_produces_the_host_program_before_any_run():
+    """Everything that does not depend on the inputs exists once compile returns, and a
+    run writes nothing back into the program."""
+    spec = load("treelstm")
+    prog = acrobat.compile(spec.module, spec.params)
+    host = prog.host_program
+    assert "def make(" in host.source
+    assert host.kernels == tuple(f.name for f in prog.module.functions if f.is_kernel)
+    assert host.fibers == prog.taint.fiber_functions
+    assert host.entry == prog.module.entry
+    assert set(host.weight_values) <= set(prog.params)
+    assert not hasattr(prog, "runtimes")
+    before = dict(vars(prog))
+    acrobat.run(prog, spec.instances(2, seed=0), trace_level="off")
+    assert vars(prog) == before
+
+
+def test_kernel_cuda_plans_are_made_once_and_owned_by_the_program():
+    spec = load("treelstm")
+    prog = acrobat.compile(spec.module, spec.params)
+    for k in prog.kernels.values():
+        plan = k.cuda_plan
+        assert plan is k.cuda_plan  # made on first use, then kept
+        assert plan.launches or plan.steps

@@ -11,8 +11,8 @@ ORDER = [
     "frontend",
     "analysis",
     "passes",
+    "codegen",  # needs only ir: below the compiler, which generates the host program
     "compiler",
-    "codegen",
     "backends",
     "runtime",
     "baselines",

@@ -10,6 +10,10 @@ from __future__ import annotations
 import functools
 import warnings
 
+from acrobat.backends.base import Backend
+from acrobat.backends.cupy_backend import CupyBackend
+from acrobat.backends.null_backend import NullBackend
+from acrobat.backends.numpy_backend import NumpyBackend
 from acrobat.errors import AcrobatNameError, BackendUnavailableError
 
 BACKENDS = ("numpy", "null", "cupy", "auto")
@@ -28,20 +32,14 @@ def _warn_fallback(reason: str) -> None:
     )
 
 
-def get_backend(name: str):
+def get_backend(name: str) -> Backend:
     """The backend object for ``name``; ``"cupy"`` raises :class:`BackendUnavailableError`
     saying why when CUDA does not work, ``"auto"`` then falls back to NumPy."""
     if name == "numpy":
-        from acrobat.backends.numpy_backend import NumpyBackend
-
         return NumpyBackend()
     if name == "null":
-        from acrobat.backends.null_backend import NullBackend
-
         return NullBackend()
     if name in ("cupy", "auto"):
-        from acrobat.backends.cupy_backend import CupyBackend
-
         try:
             return CupyBackend()
         except BackendUnavailableError as e:

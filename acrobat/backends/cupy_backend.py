@@ -1,6 +1,7 @@
 """The CuPy backend: kernels run on a CUDA GPU as generated, gather-fused CUDA C + cuBLAS.
 
-Each kernel is planned by :mod:`acrobat.codegen.cuda_kernels` into a few steps, compiled
+Each kernel is planned by :mod:`acrobat.codegen.cuda_kernels` into a few steps (the
+plan, ``KernelSpec.cuda_plan``, belongs to the compiled program), compiled
 once per kernel (``cupy.RawKernel``, cached by source) and run by :class:`PlanRunner`.
 Arenas live on the device (``xp = cupy``); weights are uploaded once and stay resident;
 a batch's index arrays go up in ONE host-to-device copy. Every kernel call is timed with
@@ -20,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from acrobat.codegen.cuda_kernels import REDUCE_BLOCK, CudaPlan, Gemm, Launch, plan_kernel
-from acrobat.codegen.numpy_kernels import IndexOutOfRange, dense_by_value
-from acrobat.errors import BackendUnavailableError
+from acrobat.codegen.cuda_kernels import REDUCE_BLOCK, CudaPlan, Gemm, Launch
+from acrobat.codegen.numpy_kernels import dense_by_value
+from acrobat.errors import BackendUnavailableError, IndexOutOfRange
 
 _HINT = "use backend='numpy', or backend='auto' to fall back to it automatically"
 
@@ -219,7 +220,7 @@ class CupyBackend:
 
     def compile(self, kernel, params: dict[str, np.ndarray]):
         """A callable ``fn(B, *args, out=None) -> tuple of [B, ...] arrays`` and its source."""
-        plan = plan_kernel(kernel.function)
+        plan = kernel.cuda_plan  # made once per kernel, owned by the program
         for step in plan.launches:
             self.raw_kernel(step)
 

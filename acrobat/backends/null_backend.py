@@ -13,6 +13,7 @@ class NullBackend:
 
     name = "null"
     xp = np
+    fused_gather = False  # kernels take gathered [B, ...] arrays
 
     def compile(self, kernel, params):
         ret = kernel.function.ret
@@ -34,3 +35,7 @@ class NullBackend:
 
     def synchronize(self) -> None:
         """Nothing to wait for."""
+
+    def take_device_ms(self) -> None:
+        """No device clock."""
+        return None

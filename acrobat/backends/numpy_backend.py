@@ -12,6 +12,7 @@ class NumpyBackend:
 
     name = "numpy"
     xp = np
+    fused_gather = False  # kernels take gathered [B, ...] arrays
 
     def compile(self, kernel, params: dict[str, np.ndarray]):
         """A callable ``fn(B, *args) -> tuple of [B, ...] arrays`` and its source."""
@@ -28,3 +29,7 @@ class NumpyBackend:
 
     def synchronize(self) -> None:
         """Nothing to wait for on the CPU."""
+
+    def take_device_ms(self) -> None:
+        """No device clock: kernels run on the host, timed by the host."""
+        return None

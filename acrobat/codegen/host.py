@@ -21,14 +21,16 @@ the taint analysis's fiber functions) are generated as generators: they yield re
 ``(op, payload)`` to the fiber scheduler in :mod:`acrobat.runtime.fibers` — READ a
 tensor value, CALL a fiber function (trampolined, so deep recursion never nests C
 frames), SPAWN independent children, or wait at a PHASE barrier.
+
+Both formats, records and requests, are defined in :mod:`acrobat.codegen.records`.
 """
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from acrobat.codegen import ident
+from acrobat.codegen.records import CALL, PHASE, READ_ARGMAX, READ_ITEM, SPAWN, STRIDE
 from acrobat.ir.nodes import (
     Const,
     CtorCall,
@@ -55,9 +57,6 @@ from acrobat.ir.nodes import (
 )
 from acrobat.ir.traversal import walk
 from acrobat.ir.types import FLOAT, TupleType
-
-STRIDE = 1 << 32  # depth keys: phase * STRIDE + depth
-READ_ITEM, READ_ARGMAX, CALL, SPAWN, PHASE = range(5)
 
 _HOST_OPS = {
     "h.add": "({} + {})",
@@ -93,14 +92,6 @@ class HostProgram:
     fibers: frozenset[str]
     entry: str
     weight_values: tuple[str, ...] = ()  # weights the host program passes as values
-
-
-def float_bits(x: float) -> int:
-    """The bits of ``float(x)`` as a float64, read as an int64 (how records carry floats)."""
-    return _INT64.unpack(_FLOAT64.pack(x))[0]
-
-
-_FLOAT64, _INT64 = struct.Struct("<d"), struct.Struct("<q")
 
 
 def v(name: str) -> str:

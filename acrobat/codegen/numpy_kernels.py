@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from acrobat.codegen import ident, missing_rule
+from acrobat.errors import IndexOutOfRange
 from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
 from acrobat.ir.types import FLOAT, TensorType, TupleType
 
@@ -78,14 +79,6 @@ def workspace(shapes: list[tuple[tuple[int, ...], str]]):
         return a[:B]
 
     return buf
-
-
-class IndexOutOfRange(Exception):
-    """An embedding id outside its table; ``position`` is the row of the batch."""
-
-    def __init__(self, position: int, value: int, size: int):
-        super().__init__(f"id {value} is outside the table of {size} rows")
-        self.position, self.value, self.size = position, value, size
 
 
 def _ids(idx: np.ndarray, size: int) -> np.ndarray:

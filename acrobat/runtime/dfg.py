@@ -1,11 +1,9 @@
 """The recorded dataflow graph, in columns.
 
-The host program appends one tuple per node to its kernel's record list:
-``(key, out, instance, *args)`` — ``key = phase * STRIDE + depth`` (the inline depth),
-``out`` the node's first output value id, then its arguments (value ids of tensors,
-plain ints for host arguments). :class:`DFG` turns the records not yet executed into
-one int64 array per kernel: cheap to record (no per-node objects or arrays), cheap to
-schedule with NumPy.
+The host program appends one row per node to its kernel's record list, in the format
+of :mod:`acrobat.codegen.records`: ``(key, out, instance, *args)``. :class:`DFG` holds
+the rows not yet executed as one int64 array per kernel: cheap to record (no per-node
+objects or arrays), cheap to schedule with NumPy.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-KEY, OUT, INST = 0, 1, 2
+from acrobat.codegen.records import ARGS, KEY, OUT
 
 
 @dataclass
@@ -28,7 +26,7 @@ class KernelInfo:
 
 @dataclass
 class DFG:
-    """Pending nodes: ``records[k]`` is ``[N_k, 3 + n_args]`` for kernel ``k``."""
+    """Pending nodes: ``records[k]`` is ``[N_k, ARGS + n_args]`` for kernel ``k``."""
 
     kernels: list[KernelInfo]
     records: list[np.ndarray]
@@ -36,10 +34,6 @@ class DFG:
     @property
     def num_nodes(self) -> int:
         return sum(len(r) for r in self.records)
-
-    def offsets(self) -> np.ndarray:
-        """Global node number of each kernel's first node (kernel order)."""
-        return np.cumsum([0] + [len(r) for r in self.records])
 
     def all_nodes(self):
         """(kernel index, local index, out id, key) of every node, in recording order."""
@@ -86,7 +80,7 @@ class DFG:
             for a, batched in enumerate(ki.arg_batched):
                 if not batched:
                     continue
-                ids = r[:, 3 + a]
+                ids = r[:, ARGS + a]
                 inside = ids <= top
                 p = np.full(len(ids), -1, np.int64)
                 p[inside] = producer[ids[inside]]

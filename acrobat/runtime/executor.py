@@ -12,12 +12,12 @@ import time
 
 import numpy as np
 
-from acrobat.codegen.host import STRIDE
-from acrobat.codegen.numpy_kernels import IndexOutOfRange
-from acrobat.errors import InstanceError
-from acrobat.ir.types import TensorType, TupleType
+from acrobat.backends.base import Backend
+from acrobat.codegen.records import ARGS, INST, OUT, STRIDE
+from acrobat.errors import IndexOutOfRange, InstanceError
+from acrobat.ir.types import TensorType
 from acrobat.runtime.arena import ArenaPool
-from acrobat.runtime.dfg import DFG, INST, OUT, KernelInfo
+from acrobat.runtime.dfg import DFG, KernelInfo
 from acrobat.runtime.schedule import Schedule
 from acrobat.trace import BatchFormed, KernelLaunched, PhaseBoundary, Trace
 
@@ -25,7 +25,7 @@ from acrobat.trace import BatchFormed, KernelLaunched, PhaseBoundary, Trace
 class Executor:
     """Value storage (value id -> arena row) and batch execution for one program."""
 
-    def __init__(self, kernels, fns, pool: ArenaPool, backend):
+    def __init__(self, kernels, fns, pool: ArenaPool, backend: Backend):
         self.kernels = kernels  # KernelSpec list, index = kernel id
         self.fns = fns
         self.pool = pool
@@ -49,9 +49,6 @@ class Executor:
             self.arena_index[id(a)] = len(self.arena_list)
             self.arena_list.append(a)
         return a
-
-    def reset(self) -> None:
-        self.pool.reset()
 
     def reserve(self, n_values: int) -> None:
         """Room for value ids ``0..n_values-1``."""
@@ -89,8 +86,8 @@ class Executor:
         gathered = 0
         phase = None
         # gather fusion: kernels get (arena buffer, rows) and write into the output blocks
-        fused = getattr(self.backend, "fused_gather", False) and self.pool.zero_copy
-        take_device_ms = getattr(self.backend, "take_device_ms", None)
+        fused = self.backend.fused_gather and self.pool.zero_copy
+        take_device_ms = self.backend.take_device_ms
         for i, batch in enumerate(sched.batches):
             k = batch.kernel
             if trace is not None and sched.policy == "acrobat":
@@ -105,7 +102,7 @@ class Executor:
             args = []
             moved = 0
             for a, arena in enumerate(self.in_arenas[k]):
-                col = rec[:, 3 + a]
+                col = rec[:, ARGS + a]
                 if fused:  # host rows / ids: the backend uploads them in one copy
                     args.append(col if arena is None else (arena.buf, self.row_of[col]))
                 elif arena is None:
@@ -134,7 +131,8 @@ class Executor:
                 self.arena_of[base + j] = self.arena_index[id(arena)]
             self.backend.synchronize()
             end = time.perf_counter()
-            device_ms = sum(take_device_ms()) if take_device_ms else None
+            times = take_device_ms()
+            device_ms = sum(times) if times is not None else None
             gathered += moved
             if trace is not None:
                 name = self.kernels[k].name
@@ -152,88 +150,3 @@ class Executor:
                     )
                 )
         return gathered
-
-
-def to_handles(m, value, ty, executor: Executor, next_vid: int):
-    """An instance with every tensor replaced by a value id; returns (value, next id).
-    Callers skip it for types that hold no tensor (see :func:`has_tensor`)."""
-    counter = [next_vid]
-
-    def conv(v, t):
-        if isinstance(t, TensorType):
-            vid = counter[0]
-            counter[0] += 1
-            executor.upload(vid, np.asarray(v))
-            return vid
-        if isinstance(t, TupleType):
-            return tuple(conv(x, ft) for x, ft in zip(v, t.fields))
-        return _map_adt(m, v, t, conv)
-
-    out = conv(value, ty)
-    return out, counter[0]
-
-
-def from_handles(m, value, ty, executor: Executor):
-    """A result with every value id replaced by its tensor (host arrays).
-    Callers skip it for types that hold no tensor (see :func:`has_tensor`)."""
-
-    def conv(v, t):
-        if isinstance(t, TensorType):
-            return executor.read(v)
-        if isinstance(t, TupleType):
-            return tuple(conv(x, ft) for x, ft in zip(v, t.fields))
-        return _map_adt(m, v, t, conv)
-
-    return conv(value, ty)
-
-
-def _map_adt(m, v, t, conv):
-    """Rebuild an ADT value with ``conv`` applied to its non-recursive fields.
-
-    The recursive spine (a list's tail, a tree's subtrees of the same type) is walked
-    with an explicit stack, so any depth works."""
-    from acrobat.ir.types import AdtType, substitute
-    from acrobat.ir.values import AdtValue
-
-    if not isinstance(t, AdtType):
-        return v
-    adt = m.adt_map[t.name]
-    mapping = dict(zip(adt.type_params, t.args))
-    # field types per constructor, once; a recursive field is ``t`` itself
-    types = {
-        c.name: [t if (ft := substitute(f, mapping)) == t else ft for f in c.fields]
-        for c in adt.ctors
-    }
-
-    def fields_of(node):
-        return list(zip(node.fields, types[node.ctor]))
-
-    order, stack = [], [v]
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        stack.extend(f for f, ft in fields_of(node) if ft is t)
-    done: dict[int, AdtValue] = {}
-    for node in reversed(order):
-        fields = tuple(done[id(f)] if ft is t else conv(f, ft) for f, ft in fields_of(node))
-        done[id(node)] = AdtValue(node.ctor, fields)
-    return done[id(v)]
-
-
-def has_tensor(m, ty, seen: set | None = None) -> bool:
-    """Whether values of ``ty`` can hold a tensor."""
-    seen = set() if seen is None else seen
-    from acrobat.ir.types import AdtType, substitute
-
-    if isinstance(ty, TensorType):
-        return True
-    if isinstance(ty, TupleType):
-        return any(has_tensor(m, f, seen) for f in ty.fields)
-    if isinstance(ty, AdtType):
-        if ty in seen:
-            return False
-        seen.add(ty)
-        adt = m.adt_map[ty.name]
-        mapping = dict(zip(adt.type_params, ty.args))
-        return any(has_tensor(m, substitute(f, mapping), seen) for c in adt.ctors for f in c.fields)
-    return False

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from acrobat.codegen.host import CALL, PHASE, READ_ARGMAX, READ_ITEM, SPAWN
+from acrobat.codegen.records import CALL, PHASE, READ_ARGMAX, READ_ITEM, SPAWN
 from acrobat.errors import InstanceError
 
 # what host arithmetic in the generated program can raise (the reference interpreter

@@ -1,30 +1,38 @@
 """``acrobat.run``: run a batch of instances of a compiled program, batched.
 
-Steps per run: the generated host program records every instance's DFG nodes (with
-inline depths); the scheduling policy turns the pending nodes into batches; the executor
-runs them on the backend in arena memory. Tensor-dependent programs run as fibers, with
-one such pass each time every instance waits for a tensor value. Everything is timed
-(``gen`` = DFG construction, ``sched``, ``exe``) and recorded in the trace.
+Steps per run (one method of :class:`Runtime` each): check the options, upload the
+inputs and weights, record every instance's DFG nodes by running the generated host
+program (with inline depths), flush — records to a DFG, the scheduling policy's batches,
+the executor runs them on the backend in arena memory — then read the outputs back and
+report statistics and the trace. Tensor-dependent programs run as fibers, with one flush
+each time every instance waits for a tensor value. Everything is timed (``gen`` = DFG
+construction, ``sched``, ``exe``) into :class:`RunStats` and recorded in the trace.
+
+What depends only on the program and the backend (compiled kernels, the host program's
+namespace, arenas) is prepared once, by :func:`prepare`, and reused by every run.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
 from acrobat.backends import get_backend
-from acrobat.codegen.host import READ_ITEM, STRIDE, float_bits, generate_host
-from acrobat.errors import AcrobatError, AcrobatNameError, InstanceError
+from acrobat.codegen.records import ARGS, INST, OUT, READ_ITEM, STRIDE, float_bits
+from acrobat.errors import AcrobatNameError, InstanceError
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
-from acrobat.runtime.executor import Executor, from_handles, has_tensor, to_handles
+from acrobat.runtime.executor import Executor
 from acrobat.runtime.fibers import HOST_FAILURES, Fiber, host_failure, run_fibers
-from acrobat.runtime.schedule import POLICIES, lower_bound, schedule
+from acrobat.runtime.schedule import POLICIES, Schedule, lower_bound, schedule
+from acrobat.runtime.values import array_bytes, from_handles, has_tensor, to_handles
 from acrobat.trace import (
     HostProgramGenerated,
     HostSpan,
@@ -38,27 +46,71 @@ from acrobat.trace import (
 TRACE_LEVELS = ("off", "batches", "nodes")
 
 
+@dataclass(eq=False)
+class RunStats(Mapping):
+    """Statistics of one run; also a read-only mapping (``stats["launches"]``, ``.get``,
+    ``in``, ``dict(stats)``), as earlier versions returned a dict. Times are wall-clock
+    milliseconds measured on the host.
+
+    Attributes:
+        gen_ms: DFG construction: running the host program (``host_ms``) plus turning
+            its records into arrays.
+        sched_ms: the scheduling policy, over every flush.
+        exe_ms: executing the batches (gathers, launches, device synchronization).
+        launches: kernel launches (batches), over every flush.
+        nodes: DFG nodes recorded and executed.
+        passes: flushes that executed at least one node (more than one only when the
+            program reads tensor values: one per round of reads, plus the last).
+        lower_bound: the batches no valid schedule can beat, summed over the flushes
+            (:func:`acrobat.runtime.schedule.lower_bound`).
+        bytes_gathered: bytes copied to gather batch inputs that were not contiguous.
+        host_ms: the host program's own time, flushes excluded.
+        total_ms: the whole run: uploads, host program, flushes, reading the outputs.
+        mean_batch: ``nodes / launches`` (0 without launches).
+        peak_arena_bytes: the most tensor memory the run held at once.
+        instances: instances run.
+        policy: the scheduling policy.
+        backend: the backend that ran the kernels (``"numpy"`` when ``"auto"`` fell back).
+    """
+
+    gen_ms: float = 0.0
+    sched_ms: float = 0.0
+    exe_ms: float = 0.0
+    launches: int = 0
+    nodes: int = 0
+    passes: int = 0
+    lower_bound: int = 0
+    bytes_gathered: int = 0
+    host_ms: float = 0.0
+    total_ms: float = 0.0
+    mean_batch: float = 0.0
+    peak_arena_bytes: int = 0
+    instances: int = 0
+    policy: str = ""
+    backend: str = ""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _STAT_NAMES:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self):
+        return iter(_STAT_NAMES)
+
+    def __len__(self) -> int:
+        return len(_STAT_NAMES)
+
+
+_STAT_NAMES = tuple(f.name for f in fields(RunStats))
+
+
 @dataclass
 class RunResult:
     """Outputs (one per instance, like ``acrobat.evaluate``), the trace and statistics."""
 
     outputs: list[Any]
     trace: Trace
-    stats: dict[str, Any] = field(default_factory=dict)
-
-
-def _array_bytes(values) -> int:
-    """Bytes of every NumPy array inside (nested) instance values."""
-    total, stack = 0, list(values)
-    while stack:
-        v = stack.pop()
-        if isinstance(v, np.ndarray):
-            total += v.nbytes
-        elif isinstance(v, (tuple, list)):
-            stack.extend(v)
-        elif isinstance(v, AdtValue):
-            stack.extend(f for f in v.fields if not isinstance(f, (int, float)))
-    return total
+    stats: RunStats = field(default_factory=RunStats)
 
 
 def _memory_limit() -> int:
@@ -80,27 +132,71 @@ def _records(rows: list[tuple], width: int, kernel: str) -> np.ndarray:
         return np.array(rows, np.int64).reshape(len(rows), width)
     except OverflowError:
         for row in rows:
-            for value in row[3:]:
+            for value in row[ARGS:]:
                 if not -(1 << 63) <= value < 1 << 63:
                     raise InstanceError(
                         f"{kernel}: host value {value} does not fit in 64 bits",
-                        row[2],
+                        row[INST],
                         hint="token ids and other host ints passed to tensor ops must lie "
                         "in the int64 range",
                     ) from None
         raise
 
 
+class _RunState:
+    """What one run accumulates: its record lists, the passes it made, times."""
+
+    __slots__ = (
+        "policy",
+        "trace",
+        "traced",
+        "node_events",
+        "t0",
+        "stats",
+        "lists",
+        "done",
+        "weights",
+        "entry",
+        "start",
+        "next_value",
+        "passes",
+        "bounds",
+        "spans",
+    )
+
+    def __init__(self, runtime: Runtime, policy: str, trace_level: str):
+        self.policy = policy
+        self.trace = Trace()
+        self.traced = trace_level != "off"
+        self.node_events = trace_level == "nodes"
+        self.t0 = 0.0
+        self.stats = RunStats(policy=policy, backend=runtime.backend.name)
+        self.lists: list[list] = [[] for _ in runtime.kernels]
+        self.done = [0] * len(runtime.kernels)  # records of each list already flushed
+        self.weights: dict[str, int] = {}  # weights the host program uses as values -> id
+        # the host program's closures for this run (made by Runtime.begin): its entry,
+        # start(i, first value id) and next_value() (the next free value id)
+        self.entry = self.start = self.next_value = None
+        self.passes: list[tuple[DFG, Schedule]] = []
+        self.bounds: list[int] = []  # lower bound of each pass
+        self.spans: list[tuple[str, float, float]] = []
+
+
 class Runtime:
-    """A compiled program prepared for one backend: host program and kernels, reusable."""
+    """A compiled program prepared for one backend: kernels compiled, arenas kept.
+
+    Holds no reference to the program itself (only to the parts a run reads), so the
+    cache of :func:`prepare` lets a program go when its user drops it."""
 
     def __init__(self, prog, backend_name: str):
-        self.prog = prog
+        self.module = m = prog.module
+        self.params = prog.params
+        self.inline_depth = prog.options.inline_depth
         self.backend = get_backend(backend_name)
-        m = prog.module
-        self.base = prog.max_static_depth + 1
-        self.host = generate_host(m, prog.taint.fiber_functions, self.base)
+        self.host = prog.host_program
+        self.base = prog.max_static_depth + 1  # where dynamic depths start
         self.kernels = [prog.kernels[name] for name in self.host.kernels]
+        self.widths = [ARGS + len(k.params) for k in self.kernels]
         self.fns, self.sources = [], {}
         for k in self.kernels:
             fn, src = self.backend.compile(k, prog.params)
@@ -117,151 +213,171 @@ class Runtime:
         self.tensor_inputs = any(self.tensor_params)
         self.tensor_output = has_tensor(m, m.main.ret)
 
-    def run(self, instances, policy: str, trace_level: str, memory_limit: int | None):
+    def run(
+        self, instances: list, policy: str, trace_level: str, memory_limit: int | None
+    ) -> RunResult:
+        """Run ``instances``: the steps below, in order."""
+        self.check_options(policy, trace_level)
+        st = _RunState(self, policy, trace_level)
+        self.begin(st, memory_limit)
+        old_limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old_limit, 200_000))
+        try:
+            args, first_free = self.upload(st, instances)
+            raw = self.record(st, args, first_free)
+            self.flush(st)
+        finally:
+            sys.setrecursionlimit(old_limit)
+        outputs = self.outputs(raw)
+        self.finish(st, len(instances))
+        return RunResult(outputs, st.trace, st.stats)
+
+    # -- the steps of a run --------------------------------------------------------------
+    @staticmethod
+    def check_options(policy: str, trace_level: str) -> None:
         if policy not in POLICIES:
             raise AcrobatNameError(f"unknown policy {policy!r}", hint=f"choose one of {POLICIES}")
         if trace_level not in TRACE_LEVELS:
             raise AcrobatNameError(
                 f"unknown trace level {trace_level!r}", hint=f"choose one of {TRACE_LEVELS}"
             )
-        m = self.prog.module
-        trace = Trace()
-        if trace_level != "off":
-            trace.emit(HostProgramGenerated(self.host.source))
+
+    def begin(self, st: _RunState, memory_limit: int | None) -> None:
+        """Trace the program's code, start the clock, empty the arenas, set the memory
+        limit and instantiate the host program for this run."""
+        if st.traced:
+            st.trace.emit(HostProgramGenerated(self.host.source))
             for name, src in self.sources.items():
-                trace.emit(KernelCompiled(name, self.backend.name, src))
-        t0 = time.perf_counter()
+                st.trace.emit(KernelCompiled(name, self.backend.name, src))
+        st.t0 = time.perf_counter()
         self.pool.reset()
         if memory_limit is None:
             if time.monotonic() - self.limit_read_at > 10.0:  # /proc/meminfo, at most every 10 s
                 self.default_limit, self.limit_read_at = _memory_limit(), time.monotonic()
             memory_limit = self.default_limit
         self.pool.limit = memory_limit
-        ex = self.executor
-        lists = [[] for _ in self.kernels]
-        weights: dict[str, int] = {}  # weights the host program uses as values -> value id
-        entry, start, next_value = self.make(
-            *(lst.append for lst in lists), AdtValue, to_list, from_list, weights, float_bits
+        st.entry, st.start, st.next_value = self.make(
+            *(lst.append for lst in st.lists), AdtValue, to_list, from_list, st.weights, float_bits
         )
-        done = [0] * len(lists)
-        stats = {
-            "gen_ms": 0.0,
-            "sched_ms": 0.0,
-            "exe_ms": 0.0,
-            "launches": 0,
-            "nodes": 0,
-            "passes": 0,
-            "lower_bound": 0,
-            "bytes_gathered": 0,
-        }
-        schedules = []
-        spans: list[tuple[str, float, float]] = []
 
-        def flush() -> None:
-            """Schedule and execute every node recorded since the last flush."""
-            t1 = time.perf_counter()
-            recs = []
-            for k, lst in enumerate(lists):
-                new = lst[done[k] :]
-                done[k] = len(lst)
-                width = 3 + len(self.kernels[k].params)
-                recs.append(_records(new, width, self.kernels[k].name))
-            dfg = DFG(ex.info, recs)
-            t2 = time.perf_counter()
-            sched = schedule(dfg, policy, self.prog.options.inline_depth)
-            t3 = time.perf_counter()
-            ex.reserve(next_value())
-            self.pool.check(ex.output_bytes(dfg))
-            tr = trace if trace_level != "off" else None
-            stats["bytes_gathered"] += ex.run(dfg, sched, tr, t0, len(schedules))
-            t4 = time.perf_counter()
-            stats["gen_ms"] += (t2 - t1) * 1e3
-            stats["sched_ms"] += (t3 - t2) * 1e3
-            stats["exe_ms"] += (t4 - t3) * 1e3
-            stats["launches"] += len(sched.batches)
-            stats["nodes"] += dfg.num_nodes
-            schedules.append((dfg, sched))
-            spans.append(("dfg_arrays", t1, t2))
-            spans.append(("scheduling", t2, t3))
-            spans.append(("execution", t3, t4))
+    def upload(self, st: _RunState, instances: list) -> tuple[list[list], int]:
+        """Check every instance against the entry signature and upload its tensors and
+        the weights the host program uses as values; returns the entry arguments (tensors
+        as value ids) and the first free value id."""
+        m, ex = self.module, self.executor
+        checked = [entry_args(m, x, i) for i, x in enumerate(instances)]
+        upload = [self.params[w] for w in self.host.weight_values]
+        inputs = array_bytes(checked) if self.tensor_inputs else 0
+        self.pool.check(inputs + sum(a.nbytes for a in upload))
+        nv = 0
+        args_list = []
+        for args in checked:
+            conv = []
+            for p, a, tensors in zip(m.main.params, args, self.tensor_params):
+                if tensors:
+                    a, nv = to_handles(m, a, p.ty, ex, nv)
+                conv.append(a)
+            args_list.append(conv)
+        for name, value in zip(self.host.weight_values, upload):
+            ex.upload(nv, value)
+            st.weights[name] = nv
+            nv += 1
+        return args_list, nv
 
-        old_limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(old_limit, 200_000))
-        try:
-            nv = 0
-            checked = [entry_args(m, x, i) for i, x in enumerate(instances)]
-            upload = [self.prog.params[w] for w in self.host.weight_values]
-            inputs = _array_bytes(checked) if self.tensor_inputs else 0
-            self.pool.check(inputs + sum(a.nbytes for a in upload))
-            args_list = []
-            for args in checked:
-                conv = []
-                for p, a, tensors in zip(m.main.params, args, self.tensor_params):
-                    if tensors:
-                        a, nv = to_handles(m, a, p.ty, ex, nv)
-                    conv.append(a)
-                args_list.append(conv)
-            for name, value in zip(self.host.weight_values, upload):
-                ex.upload(nv, value)
-                weights[name] = nv
-                nv += 1
-            tg = time.perf_counter()
-            if self.entry_is_fiber:
-                start(0, nv)
-                roots = [Fiber(entry(*a, self.base), i) for i, a in enumerate(args_list)]
+    def record(self, st: _RunState, args_list: list[list], first_free: int) -> list:
+        """Run the host program for every instance: it records their DFG nodes. Fiber
+        programs flush whenever every instance waits for a tensor value. Returns each
+        instance's ``(result, depth)``."""
+        ex = self.executor
+        tg = time.perf_counter()
+        st.start(0, first_free)
+        if self.entry_is_fiber:
+            roots = [Fiber(st.entry(*a, self.base), i) for i, a in enumerate(args_list)]
 
-                def read(op, vid):
-                    v = ex.read(vid)
-                    return float(v.reshape(())) if op == READ_ITEM else int(np.argmax(v))
+            def read(op, vid):
+                v = ex.read(vid)
+                return float(v.reshape(())) if op == READ_ITEM else int(np.argmax(v))
 
-                raw, passes = run_fibers(roots, lambda i: start(i, None), flush, read)
-            else:
-                raw = []
-                start(0, nv)
-                for i, a in enumerate(args_list):
-                    start(i, None)
-                    try:
-                        raw.append(entry(*a, self.base))
-                    except HOST_FAILURES as err:
-                        raise host_failure(err, i) from None
-            t_host = time.perf_counter()
-            in_flush = sum(b - a for _, a, b in spans)
-            stats["host_ms"] = (t_host - tg - in_flush) * 1e3
-            spans.append(("graph_construction", tg, t_host))
-            flush()
-        finally:
-            sys.setrecursionlimit(old_limit)
-        if self.tensor_output:
-            outputs = [from_handles(m, r[0], m.main.ret, ex) for r in raw]
+            raw, _ = run_fibers(roots, lambda i: st.start(i, None), lambda: self.flush(st), read)
         else:
-            outputs = [r[0] for r in raw]
-        total = time.perf_counter() - t0
-        stats["total_ms"] = total * 1e3
+            raw = []
+            for i, a in enumerate(args_list):
+                st.start(i, None)
+                try:
+                    raw.append(st.entry(*a, self.base))
+                except HOST_FAILURES as err:
+                    raise host_failure(err, i) from None
+        t_host = time.perf_counter()
+        in_flush = sum(b - a for _, a, b in st.spans)
+        st.stats.host_ms = (t_host - tg - in_flush) * 1e3
+        st.spans.append(("graph_construction", tg, t_host))
+        return raw
+
+    def flush(self, st: _RunState) -> None:
+        """Schedule and execute every node recorded since the last flush: records ->
+        DFG -> the policy's batches -> the executor."""
+        ex, stats = self.executor, st.stats
+        t1 = time.perf_counter()
+        recs = []
+        for k, lst in enumerate(st.lists):
+            new = lst[st.done[k] :]
+            st.done[k] = len(lst)
+            recs.append(_records(new, self.widths[k], self.kernels[k].name))
+        dfg = DFG(ex.info, recs)
+        t2 = time.perf_counter()
+        sched = schedule(dfg, st.policy, self.inline_depth)
+        t3 = time.perf_counter()
+        ex.reserve(st.next_value())
+        self.pool.check(ex.output_bytes(dfg))
+        tr = st.trace if st.traced else None
+        stats.bytes_gathered += ex.run(dfg, sched, tr, st.t0, len(st.passes))
+        t4 = time.perf_counter()
+        stats.gen_ms += (t2 - t1) * 1e3
+        stats.sched_ms += (t3 - t2) * 1e3
+        stats.exe_ms += (t4 - t3) * 1e3
+        stats.launches += len(sched.batches)
+        stats.nodes += dfg.num_nodes
+        st.passes.append((dfg, sched))
+        st.spans.append(("dfg_arrays", t1, t2))
+        st.spans.append(("scheduling", t2, t3))
+        st.spans.append(("execution", t3, t4))
+
+    def outputs(self, raw: list) -> list:
+        """Each instance's result, its tensors read back as host arrays."""
+        if not self.tensor_output:
+            return [r[0] for r in raw]
+        m = self.module
+        return [from_handles(m, r[0], m.main.ret, self.executor) for r in raw]
+
+    def finish(self, st: _RunState, n_instances: int) -> None:
+        """Complete the statistics and, when tracing, the trace."""
+        stats = st.stats
+        stats.total_ms = (time.perf_counter() - st.t0) * 1e3
         # DFG construction = the host program's run plus turning records into arrays
-        stats["gen_ms"] += stats["host_ms"]
-        stats["passes"] = len([s for s in schedules if s[0].num_nodes])
-        stats["mean_batch"] = stats["nodes"] / stats["launches"] if stats["launches"] else 0.0
-        stats["lower_bound"] = sum(lower_bound(s[0]) for s in schedules)
-        stats["peak_arena_bytes"] = self.pool.peak_bytes
-        stats["instances"] = len(instances)
-        stats["policy"] = policy
-        stats["backend"] = self.backend.name
-        if trace_level != "off":
-            for name, a, b in sorted(spans, key=lambda s: s[1]):
+        stats.gen_ms += stats.host_ms
+        stats.passes = sum(1 for dfg, _ in st.passes if dfg.num_nodes)
+        stats.mean_batch = stats.nodes / stats.launches if stats.launches else 0.0
+        st.bounds = [lower_bound(dfg) for dfg, _ in st.passes]
+        stats.lower_bound = sum(st.bounds)
+        stats.peak_arena_bytes = self.pool.peak_bytes
+        stats.instances = n_instances
+        if st.traced:
+            trace, t0 = st.trace, st.t0
+            for name, a, b in sorted(st.spans, key=lambda s: s[1]):
                 trace.emit(HostSpan(name, (a - t0) * 1e3, (b - t0) * 1e3))
-            _trace_run(trace, schedules, self.kernels, policy, t0, trace_level)
-            trace.emit(HostSpan("total", 0.0, stats["total_ms"]))
+            _trace_passes(st, self.kernels)
+            trace.emit(HostSpan("total", 0.0, stats.total_ms))
             trace.emit(RunSummary(dict(stats)))
-        return RunResult(outputs, trace, stats)
 
 
-def _trace_run(trace: Trace, schedules, kernels, policy, t0, level) -> None:
+def _trace_passes(st: _RunState, kernels) -> None:
+    """One ScheduleFormed per pass and, at trace level "nodes", its NodeRecorded events."""
     made_by: dict[int, int] = {}  # value id -> node, across passes
     offset = batches = 0
-    for p, (dfg, sched) in enumerate(schedules):
-        trace.emit(ScheduleFormed(policy, len(sched.batches), dfg.num_nodes, lower_bound(dfg), p))
-        if level == "nodes":
-            _node_events(trace, dfg, sched, kernels, offset, batches, made_by)
+    for p, ((dfg, sched), bound) in enumerate(zip(st.passes, st.bounds)):
+        st.trace.emit(ScheduleFormed(st.policy, len(sched.batches), dfg.num_nodes, bound, p))
+        if st.node_events:
+            _node_events(st.trace, dfg, sched, kernels, offset, batches, made_by)
         offset += dfg.num_nodes
         batches += len(sched.batches)
 
@@ -279,21 +395,40 @@ def _node_events(trace, dfg: DFG, sched, kernels, offset: int, batches: int, mad
         row = dfg.records[kk][ll].tolist()
         info = dfg.kernels[kk]
         inputs = tuple(
-            made_by[v] for v, batched in zip(row[3:], info.arg_batched) if batched and v in made_by
+            made_by[v]
+            for v, batched in zip(row[ARGS:], info.arg_batched)
+            if batched and v in made_by
         )
         for j in range(info.n_outputs):
-            made_by[row[1] + j] = pos + offset
+            made_by[row[OUT] + j] = pos + offset
         trace.emit(
             NodeRecorded(
                 pos + offset,
                 kernels[kk].name,
-                row[2],
+                row[INST],
                 int(key[pos] // STRIDE),
                 int(key[pos] % STRIDE),
                 tuple(dict.fromkeys(inputs)),
                 pos_batch.get((kk, ll), -1),
             )
         )
+
+
+# program -> {backend name -> Runtime}; an entry goes with its program (Runtime holds no
+# reference to the program, so the cache does not keep it alive)
+_PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def prepare(prog, backend: str = "numpy") -> Runtime:
+    """``prog`` prepared for ``backend``: made on first use, then reused by every
+    :func:`run` of the program on that backend, and dropped with the program."""
+    prepared = _PREPARED.get(prog)
+    if prepared is None:
+        prepared = _PREPARED[prog] = {}
+    runtime = prepared.get(backend)
+    if runtime is None:
+        runtime = prepared[backend] = Runtime(prog, backend)
+    return runtime
 
 
 def run(
@@ -310,12 +445,8 @@ def run(
     "null" (or "cupy"/"auto"); ``trace_level``: "off", "batches" or "nodes".
     """
     instances = list(instances)
-    cache = prog.runtimes
-    if backend not in cache:
-        cache[backend] = Runtime(prog, backend)
+    runtime = prepare(prog, backend)
     try:
-        return cache[backend].run(instances, policy, trace_level, memory_limit)
+        return runtime.run(instances, policy, trace_level, memory_limit)
     except RecursionError:
         raise InstanceError("an instance is nested too deeply for the host program") from None
-    except AcrobatError:
-        raise

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acrobat.codegen.host import STRIDE
+from acrobat.codegen.records import KEY, STRIDE
 from acrobat.errors import AcrobatNameError
-from acrobat.runtime.dfg import DFG, KEY
+from acrobat.runtime.dfg import DFG
 
 POLICIES = ("acrobat", "dynet-depth", "dynet-agenda", "eager")
 
@@ -39,9 +39,10 @@ class Batch:
 
 @dataclass(frozen=True)
 class Schedule:
+    """A policy's batches, in launch order (the bound is :func:`lower_bound`)."""
+
     policy: str
     batches: list[Batch]
-    lower_bound: int
 
 
 def _groups(kernel: np.ndarray, local: np.ndarray, level: np.ndarray) -> list[Batch]:
@@ -163,7 +164,7 @@ def lower_bound(dfg: DFG) -> int:
 
 
 def schedule(dfg: DFG, policy: str, inline_depth: bool = True) -> Schedule:
-    """Run a policy and report the lower bound beside it."""
+    """Run a policy: the DFG's nodes as batches in launch order."""
     if policy == "acrobat":
         batches = acrobat_schedule(dfg) if inline_depth else runtime_depth_schedule(dfg)
     elif policy == "dynet-depth":
@@ -174,4 +175,4 @@ def schedule(dfg: DFG, policy: str, inline_depth: bool = True) -> Schedule:
         batches = eager_schedule(dfg)
     else:
         raise AcrobatNameError(f"unknown policy {policy!r}", hint=f"choose one of {POLICIES}")
-    return Schedule(policy, batches, -1)
+    return Schedule(policy, batches)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from acrobat.backends.cupy_backend import PlanRunner
-from acrobat.codegen.cuda_kernels import CudaPlan, Launch, plan_kernel
+from acrobat.codegen.cuda_kernels import CudaPlan, Launch
 
 GXX = shutil.which("g++")
 
@@ -71,7 +71,7 @@ class EmulatedCudaBackend:
     fused_gather = True
 
     def __init__(self, prog, workdir: Path):
-        self.plans = {k.name: plan_kernel(k.function) for k in prog.kernels.values()}
+        self.plans = {k.name: k.cuda_plan for k in prog.kernels.values()}
         self.lib = host_library(list(self.plans.values()), workdir)
 
     def compile(self, kernel, params):
@@ -96,6 +96,10 @@ class EmulatedCudaBackend:
 
     def synchronize(self) -> None:
         """Host code: nothing to wait for."""
+
+    def take_device_ms(self) -> None:
+        """No device clock (the kernels run on the host)."""
+        return None
 
 
 class _Event:

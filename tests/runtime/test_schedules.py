@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import acrobat
-from acrobat.codegen.host import STRIDE
+from acrobat.codegen.records import ARGS, STRIDE
 from acrobat.runtime.dfg import DFG, KernelInfo
 from acrobat.runtime.schedule import Schedule, lower_bound, schedule
 from acrobat.trace import NodeRecorded, ScheduleFormed
@@ -42,8 +42,8 @@ def nodes_and_edges(dfg: DFG) -> tuple[list[tuple[int, int]], list[tuple[int, in
     for _, k, local in nodes:
         row = dfg.records[k][local]
         for a, batched in enumerate(dfg.kernels[k].arg_batched):
-            if batched and int(row[3 + a]) in made_by:
-                edges.append((made_by[int(row[3 + a])], (k, local)))
+            if batched and int(row[ARGS + a]) in made_by:
+                edges.append((made_by[int(row[ARGS + a])], (k, local)))
     return [(k, local) for _, k, local in nodes], edges
 
 
@@ -219,7 +219,7 @@ def dfgs(draw, exact_depth: bool = False) -> DFG:
             key_of[nv + j] = key
         nv += kernels[k].n_outputs
     records = [
-        np.array(r, np.int64).reshape(len(r), 3 + len(info.arg_batched))
+        np.array(r, np.int64).reshape(len(r), ARGS + len(info.arg_batched))
         for r, info in zip(rows, kernels)
     ]
     return DFG(kernels, records)
@@ -296,4 +296,4 @@ def test_checker_rejects_broken_schedules():
     ]
     for batches in broken:
         with pytest.raises(AssertionError):
-            check_schedule(dfg, Schedule(good.policy, batches, good.lower_bound))
+            check_schedule(dfg, Schedule(good.policy, batches))
