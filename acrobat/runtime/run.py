@@ -24,7 +24,7 @@ from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
 from acrobat.runtime.executor import Executor, from_handles, has_tensor, to_handles
 from acrobat.runtime.fibers import HOST_FAILURES, Fiber, host_failure, run_fibers
-from acrobat.runtime.schedule import POLICIES, lower_bound, schedule
+from acrobat.runtime.schedule import get_policy, lower_bound, schedule
 from acrobat.trace import (
     HostProgramGenerated,
     HostSpan,
@@ -118,8 +118,7 @@ class Runtime:
         self.tensor_output = has_tensor(m, m.main.ret)
 
     def run(self, instances, policy: str, trace_level: str, memory_limit: int | None):
-        if policy not in POLICIES:
-            raise AcrobatNameError(f"unknown policy {policy!r}", hint=f"choose one of {POLICIES}")
+        get_policy(policy)  # an unknown name raises, listing the registered policies
         if trace_level not in TRACE_LEVELS:
             raise AcrobatNameError(
                 f"unknown trace level {trace_level!r}", hint=f"choose one of {TRACE_LEVELS}"
