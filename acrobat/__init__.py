@@ -24,6 +24,7 @@ from acrobat.errors import (
     EvaluationError,
     InstanceError,
     IRParseError,
+    UndeclaredSizeError,
     VerificationError,
 )
 from acrobat.frontend import parse
@@ -56,6 +57,7 @@ __all__ = [
     "Module",
     "PolicyInfo",
     "RunResult",
+    "UndeclaredSizeError",
     "VerificationError",
     "backends",
     "evaluate",

@@ -8,13 +8,12 @@ directly and assert on the outputs (``ir_text``, ``error``, ``compile_trace``, `
 
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
 
 import param
 
 from acrobat import models
-from acrobat.errors import AcrobatError
+from acrobat.errors import AcrobatError, UndeclaredSizeError
 from acrobat.frontend import parse
 from acrobat.trace import Trace
 from acrobat.viz import runner
@@ -23,8 +22,6 @@ from acrobat.viz.ir_view import pipeline_stages
 from acrobat.viz.trace_bundle import dumps, join_traces, loads, split_trace
 
 SIZE_NAMES = ("tiny", "small", "large")
-# The frontend's message when sizes are passed that the program does not declare.
-_UNDECLARED_SIZES = re.compile(r"sizes \[(?P<names>[^\]]*)\] were given but the program declares")
 
 
 class ExplorerState(param.Parameterized):
@@ -312,13 +309,9 @@ def _parse_with_declared_sizes(source: str, sizes: dict[str, int], filename: str
     and parse again, so a user's edit that removes a size still compiles."""
     try:
         return parse(source, sizes=sizes, filename=filename), sizes
-    except AcrobatError as err:
-        match = _UNDECLARED_SIZES.search(err.message)
-        if not match:
-            raise
-        undeclared = set(re.findall(r"'(\w+)'", match["names"]))
-        kept = {name: value for name, value in sizes.items() if name not in undeclared}
-        if kept == sizes:  # the message named nothing we passed: fall back to the defaults
+    except UndeclaredSizeError as err:
+        kept = {name: value for name, value in sizes.items() if name not in err.names}
+        if kept == sizes:  # the error named nothing we passed: fall back to the defaults
             kept = {}
         return parse(source, sizes=kept or None, filename=filename), kept
 

@@ -251,3 +251,18 @@ def test_broken_source_clears_the_runs(live):
 def test_every_policy_is_offered(state):
     assert state.param.policy_a.objects == list(POLICIES)
     assert state.param.policy_b.objects == list(POLICIES)
+
+
+def test_edit_keeps_the_sizes_it_still_declares(state):
+    """Only the sizes the error names are dropped; the others keep the model's values."""
+    state.model = "mvrnn"
+    sizes = models.sizes("mvrnn", state.size)
+    keep = sorted(sizes)[0]
+    state.source = (
+        f"{keep} = Size('{keep}', 3)\n"
+        f"W: Param[{keep}, {keep}]\n"
+        f"def main(x: Tensor[{keep}]) -> Tensor[{keep}]:\n"
+        "    return tanh(matmul(W, x))\n"
+    )
+    assert state.compile(), state.error
+    assert state.sizes_used == {keep: sizes[keep]}
