@@ -42,10 +42,10 @@ class ExplorerState(param.Parameterized):
 
     batch_size = param.Integer(default=64, bounds=(1, 1024), doc="instances per run")
     seed = param.Integer(default=0, bounds=(0, None), doc="seed of the instances")
-    backend = param.Selector(default="numpy", objects=list(runner.BACKENDS))
+    backend = param.Selector(default="numpy", objects=list(runner.backend_choices()))
     optimizations = param.ListSelector(default=[], objects=[], doc="optimizations switched on")
-    policy_a = param.Selector(default="acrobat", objects=list(runner.POLICIES))
-    policy_b = param.Selector(default="dynet-depth", objects=list(runner.POLICIES))
+    policy_a = param.Selector(default="acrobat", objects=list(runner.policy_names()))
+    policy_b = param.Selector(default="dynet-depth", objects=list(runner.policy_names()))
     auto_run = param.Boolean(default=False, doc="rerun on every change of a setting")
 
     compile_trace = param.ClassSelector(class_=Trace, default=None, doc="output: passes, taint")
@@ -62,6 +62,9 @@ class ExplorerState(param.Parameterized):
         self.param.model.objects = names
         switches = list(runner.optimization_names())
         self.param.optimizations.objects = switches
+        self.param.backend.objects = list(runner.backend_choices())  # the registries, as now
+        self.param.policy_a.objects = list(runner.policy_names())
+        self.param.policy_b.objects = list(runner.policy_names())
         params.setdefault("model", names[0])
         params.setdefault("optimizations", switches)
         self._compiled: runner.Compiled | None = None
@@ -201,7 +204,7 @@ class ExplorerState(param.Parameterized):
 
     def compare_policies(self) -> bool:
         """Run every policy with the current options; each adds a row to ``comparison``."""
-        return self._compare([(policy, self.disabled) for policy in runner.POLICIES])
+        return self._compare([(policy, self.disabled) for policy in runner.policy_names()])
 
     def compare_options(self) -> bool:
         """Run policy A with every optimization on, then with each one off alone (an
@@ -267,7 +270,7 @@ class ExplorerState(param.Parameterized):
         with self._quietly():
             for side, trace in zip("ab", runs[:2]):
                 policy = _policy_of(trace)
-                if policy in runner.POLICIES:
+                if policy in self.param.policy_a.objects:
                     setattr(self, f"policy_{side}", policy)
             self.param.update(
                 compile_trace=bundle.compile if len(bundle.compile) else None,

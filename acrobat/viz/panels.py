@@ -1,4 +1,5 @@
-"""Panel viewers over an ``ExplorerState``: model picker, source editor, IR view.
+"""Panel viewers over an ``ExplorerState``: model picker, source editor, IR view (and the
+Program tab that holds those two side by side).
 
 (The run settings, the trace files and the views of a run are in ``acrobat.viz.run_panels``,
 ``acrobat.viz.compile_panels`` and ``acrobat.viz.view_panels``.)
@@ -127,3 +128,17 @@ class IRView(pn.viewable.Viewer):
             return "**IR** — not compiled: fix the error in the source"
         bound = ", ".join(f"{name}={value}" for name, value in sizes.items()) or "declared defaults"
         return f"**IR** — sizes {bound}"
+
+
+class ProgramView(pn.viewable.Viewer):
+    """The Program tab: the source editor beside the IR it compiles to."""
+
+    state = param.ClassSelector(class_=ExplorerState)
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.editor = SourceEditor(state=self.state)
+        self.ir = IRView(state=self.state)
+
+    def __panel__(self):
+        return pn.Row(self.editor, self.ir, sizing_mode="stretch_width")

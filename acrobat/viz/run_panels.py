@@ -12,6 +12,7 @@ import io
 import panel as pn
 import param
 
+from acrobat.viz import runner
 from acrobat.viz.app_state import ExplorerState
 
 BATCH_SLIDER_END = 256
@@ -39,8 +40,14 @@ class RunSettings(pn.viewable.Viewer):
         self.seed = pn.widgets.IntInput.from_param(
             state.param.seed, name="Seed", sizing_mode="stretch_width"
         )
+        # Backends that cannot run here are shown greyed out; the tooltip says why.
+        unavailable = runner.unavailable_backends()
         self.backend = pn.widgets.Select.from_param(
-            state.param.backend, name="Backend", sizing_mode="stretch_width"
+            state.param.backend,
+            name="Backend",
+            sizing_mode="stretch_width",
+            disabled_options=list(unavailable),
+            description="; ".join(f"{n}: {why}" for n, why in unavailable.items()) or None,
         )
         self.policy_a = pn.widgets.Select.from_param(
             state.param.policy_a,

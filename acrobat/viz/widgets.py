@@ -27,7 +27,7 @@ from acrobat.viz.compare_view import compare_figure, compare_table_html
 from acrobat.viz.dfg_view import dfg_legend_html, dfg_model, dfg_svg, instances_in
 from acrobat.viz.highlight import IR_CSS
 from acrobat.viz.ir_view import DIFF_CSS, TABLE_CSS, diff_html, pass_diff, pipeline_stages
-from acrobat.viz.runner import POLICIES
+from acrobat.viz.runner import policy_names
 from acrobat.viz.schedule_view import schedule_pair, timeline_pair
 from acrobat.viz.source_view import CODE_CSS, code_html, host_program, kernel_sources
 from acrobat.viz.taint_view import TAINT_CSS, taint_html, taint_legend_html
@@ -71,8 +71,9 @@ class NotebookExplorer:
         self.seed = w.IntSlider(
             description="Seed", min=0, max=100, value=state.seed, continuous_update=False
         )
-        self.policy_a = w.Dropdown(description="Policy A", options=POLICIES, value=state.policy_a)
-        self.policy_b = w.Dropdown(description="Policy B", options=POLICIES, value=state.policy_b)
+        policies = state.param.policy_a.objects
+        self.policy_a = w.Dropdown(description="Policy A", options=policies, value=state.policy_a)
+        self.policy_b = w.Dropdown(description="Policy B", options=policies, value=state.policy_b)
         self.options = {
             name: w.Checkbox(description=name, value=name in state.optimizations, indent=False)
             for name in state.param.optimizations.objects
@@ -177,4 +178,4 @@ def model_picker(value: str = "treelstm") -> w.Dropdown:
 
 def policy_picker(value: str = "acrobat", description: str = "Policy") -> w.Dropdown:
     """A Dropdown of the scheduling policies."""
-    return w.Dropdown(description=description, options=POLICIES, value=value)
+    return w.Dropdown(description=description, options=policy_names(), value=value)

@@ -6,7 +6,7 @@ import pytest
 from bokeh.plotting import figure
 
 from acrobat.trace import BatchFormed
-from acrobat.viz.runner import POLICIES, optimization_names
+from acrobat.viz.runner import optimization_names, policy_names
 from acrobat.viz.widgets import VIEWS, NotebookExplorer, model_picker, policy_picker, show
 
 
@@ -25,7 +25,7 @@ def test_controls_mirror_the_store(notebook):
     assert notebook.batch.value == 4 and not notebook.batch.continuous_update
     assert list(notebook.options) == list(optimization_names())
     assert all(box.value for box in notebook.options.values())
-    assert notebook.policy_a.options == POLICIES
+    assert notebook.policy_a.options == policy_names()
     state.policy_b = "eager"
     assert notebook.policy_b.value == "eager"
 
