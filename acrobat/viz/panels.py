@@ -30,10 +30,10 @@ class ModelPicker(pn.viewable.Viewer):
 
     def __panel__(self):
         model = pn.widgets.Select.from_param(
-            self.state.param.model, name="Model", sizing_mode="stretch_width"
+            self.state.param.model, label="Model", sizing_mode="stretch_width"
         )
         size = pn.widgets.Select.from_param(
-            self.state.param.size, name="Size", sizing_mode="stretch_width"
+            self.state.param.size, label="Size", sizing_mode="stretch_width"
         )
         about = pn.pane.Markdown(
             pn.bind(self._about, self.state.param.model), css_classes=["about"]
@@ -63,7 +63,7 @@ class SourceEditor(pn.viewable.Viewer):
             css_classes=["source-editor"],
         )
         self._button = pn.widgets.Button(
-            name="Compile", button_type="primary", css_classes=["compile-button"]
+            label="Compile", color="primary", css_classes=["compile-button"]
         )
         self._button.on_click(self._compile)
         self._alert = pn.pane.Alert(
