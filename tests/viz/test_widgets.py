@@ -7,7 +7,7 @@ from bokeh.plotting import figure
 
 from acrobat.trace import BatchFormed
 from acrobat.viz.runner import optimization_names, policy_names
-from acrobat.viz.widgets import VIEWS, NotebookExplorer, model_picker, policy_picker, show
+from acrobat.viz.widgets import NOTEBOOK_VIEWS, NotebookExplorer, model_picker, policy_picker, show
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_sliders_and_checkboxes(notebook):
     assert "no fusion" in notebook.state.origin
 
 
-@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("view", list(NOTEBOOK_VIEWS))
 def test_every_view_draws(notebook, view):
     notebook.view.value = view
     assert notebook.output.outputs, view
