@@ -62,7 +62,8 @@ class ExplorerState(param.Parameterized):
         self.param.model.objects = names
         switches = list(runner.optimization_names())
         self.param.optimizations.objects = switches
-        self.param.backend.objects = list(runner.backend_choices())  # the registries, as now
+        # from the registries as they are now (a policy registered after import is offered)
+        self.param.backend.objects = list(runner.backend_choices())
         self.param.policy_a.objects = list(runner.policy_names())
         self.param.policy_b.objects = list(runner.policy_names())
         params.setdefault("model", names[0])
