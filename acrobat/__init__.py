@@ -7,9 +7,14 @@ The public facade::
     params = acrobat.init_params(module, seed=0)         # seeded weights for every Param
     y = acrobat.evaluate(module, instance, params)       # reference interpreter, one instance
     print(module.pretty())                               # the IR as text
+    acrobat.policies(), acrobat.backends()               # what run(policy=, backend=) takes
 """
 
-from acrobat import models  # the model zoo: acrobat.models.load(...)
+from acrobat import (
+    backends,  # the package; calling it lists the backends
+    models,  # the model zoo: acrobat.models.load(...)
+)
+from acrobat.backends import BackendInfo
 from acrobat.compiler import CompiledProgram, KernelSpec, compile, explain
 from acrobat.errors import (
     AcrobatError,
@@ -22,12 +27,14 @@ from acrobat.errors import (
     EvaluationError,
     InstanceError,
     IRParseError,
+    UndeclaredSizeError,
     VerificationError,
 )
 from acrobat.frontend import parse
 from acrobat.ir import AdtValue, Module, evaluate, from_list, init_params, to_list, values_equal
 from acrobat.passes.options import CompileOptions
 from acrobat.runtime.run import RunResult, run
+from acrobat.runtime.schedule import PolicyInfo, policies
 
 __version__ = "0.1.0"
 
@@ -40,6 +47,7 @@ __all__ = [
     "AcrobatSyntaxError",
     "AcrobatTypeError",
     "AdtValue",
+    "BackendInfo",
     "CompileOptions",
     "CompiledProgram",
     "KernelSpec",
@@ -50,12 +58,16 @@ __all__ = [
     "IRParseError",
     "InstanceError",
     "Module",
+    "PolicyInfo",
     "RunResult",
+    "UndeclaredSizeError",
     "VerificationError",
+    "backends",
     "evaluate",
     "from_list",
     "init_params",
     "parse",
+    "policies",
     "run",
     "to_list",
     "values_equal",

@@ -52,6 +52,14 @@ class AcrobatNameError(AcrobatError):
     """A name is undefined, defined twice, or not allowed."""
 
 
+class UndeclaredSizeError(AcrobatNameError):
+    """``sizes=`` binds names the program does not declare; ``names`` lists them, sorted."""
+
+    def __init__(self, message: str, names: tuple[str, ...] = (), hint: str | None = None):
+        self.names = tuple(names)
+        super().__init__(message, None, hint)
+
+
 class AcrobatTypeError(AcrobatError):
     """Types do not agree, an annotation is missing, or an op gets the wrong arguments."""
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from acrobat.bench import grid
 from acrobat.bench.harness import DEFAULT_RUNS, DEFAULT_WARMUP, run_acrobat
 from acrobat.passes.options import OPTIMIZATIONS
-from acrobat.runtime.schedule import POLICIES
+from acrobat.runtime.schedule import policy_names
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -23,7 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--model", required=True)
     r.add_argument("--size", default="small")
     r.add_argument("--batch", type=int, default=8)
-    r.add_argument("--policy", default="acrobat", choices=POLICIES)
+    r.add_argument("--policy", default="acrobat", choices=policy_names())
     r.add_argument("--backend", default="numpy")
     r.add_argument("--disable", nargs="*", default=[], choices=OPTIMIZATIONS)
     r.add_argument("--runs", type=int, default=DEFAULT_RUNS)

@@ -17,7 +17,7 @@ from acrobat.bench.harness import (
 )
 from acrobat.models import MODEL_NAMES
 from acrobat.passes.options import OPTIMIZATIONS
-from acrobat.runtime.schedule import POLICIES
+from acrobat.runtime.schedule import policy_names
 
 PEER_MODELS = ("treelstm", "birnn")
 
@@ -42,7 +42,7 @@ def configs(kind: str, args) -> list[tuple]:
         for s in sizes:
             for b in batches:
                 if kind == "paper":
-                    out += [("acrobat", m, s, b, p, ()) for p in POLICIES]
+                    out += [("acrobat", m, s, b, p, ()) for p in policy_names()]
                     out += [("baseline", m, s, b, k, ()) for k in ("eager-numpy", "hand-batched")]
                     if not args.no_peers and m in PEER_MODELS and not quick:
                         out += [
@@ -114,6 +114,6 @@ def check(rows: list[dict[str, Any]], kind: str) -> list[str]:
                     )
         if kind == "paper":
             pols = {r["policy"] for r in rs if r["system"] == "acrobat"}
-            if pols != set(POLICIES):
-                problems.append(f"{key}: policies {sorted(pols)} missing some of {POLICIES}")
+            if pols != set(policy_names()):
+                problems.append(f"{key}: policies {sorted(pols)} missing some of {policy_names()}")
     return problems

@@ -12,7 +12,13 @@ import ast
 import operator
 from dataclasses import dataclass, field
 
-from acrobat.errors import AcrobatNameError, AcrobatSyntaxError, AcrobatTypeError, Span
+from acrobat.errors import (
+    AcrobatNameError,
+    AcrobatSyntaxError,
+    AcrobatTypeError,
+    Span,
+    UndeclaredSizeError,
+)
 from acrobat.ir.nodes import AdtDef, CtorDef, ParamDef
 from acrobat.ir.ops import REGISTRY
 from acrobat.ir.types import (
@@ -198,8 +204,9 @@ def read_declarations(tree: ast.Module, decl: Declarations, sizes: dict[str, int
         else:
             raise unsupported(st, decl)
     if unused:
-        raise AcrobatNameError(
+        raise UndeclaredSizeError(
             f"sizes {sorted(unused)} were given but the program declares no such size",
+            names=tuple(sorted(unused)),
             hint=f"declared sizes: {sorted(decl.sizes) or 'none'}",
         )
     # constructor fields may name ADTs declared later, so read them in a second pass

@@ -28,7 +28,7 @@ import numpy as np
 import acrobat
 from acrobat.errors import AcrobatError, InstanceError
 from acrobat.passes.options import OPTIMIZATIONS, CompileOptions
-from acrobat.runtime.schedule import POLICIES
+from acrobat.runtime.schedule import policy_names
 
 RTOL = 1e-3
 ATOL = 1e-4
@@ -141,13 +141,14 @@ def check_program(
     source: str,
     instances: list,
     *,
-    policies: tuple[str, ...] = POLICIES,
+    policies: tuple[str, ...] | None = None,
     option_sets: tuple[tuple[str, CompileOptions], ...] = OPTION_SETS,
     null_backend: bool = True,
     seed: int = 0,
     stop_at_first: bool = True,
 ) -> CheckResult:
-    """Check one program on one batch under every policy and option set (see module doc)."""
+    """Check one program on one batch under every policy and option set (see module doc);
+    ``policies`` defaults to every registered one."""
     t0 = time.perf_counter()
     result = CheckResult()
     try:
@@ -172,7 +173,7 @@ def check_program(
                 break
             continue
         reads = bool(prog.taint.fiber_functions)
-        for policy in policies:
+        for policy in policies if policies is not None else policy_names():
             where = f"{policy}, {opt_name}"
             res, fail = _run_one(prog, instances, refs, policy, "numpy", where)
             result.runs += 1

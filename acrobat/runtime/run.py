@@ -31,7 +31,7 @@ from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
 from acrobat.runtime.executor import Executor
 from acrobat.runtime.fibers import HOST_FAILURES, Fiber, host_failure, run_fibers
-from acrobat.runtime.schedule import POLICIES, Schedule, lower_bound, schedule
+from acrobat.runtime.schedule import Schedule, get_policy, lower_bound, schedule
 from acrobat.runtime.values import array_bytes, from_handles, has_tensor, to_handles
 from acrobat.trace import (
     HostProgramGenerated,
@@ -235,8 +235,7 @@ class Runtime:
     # -- the steps of a run --------------------------------------------------------------
     @staticmethod
     def check_options(policy: str, trace_level: str) -> None:
-        if policy not in POLICIES:
-            raise AcrobatNameError(f"unknown policy {policy!r}", hint=f"choose one of {POLICIES}")
+        get_policy(policy)  # an unknown name raises, listing the registered policies
         if trace_level not in TRACE_LEVELS:
             raise AcrobatNameError(
                 f"unknown trace level {trace_level!r}", hint=f"choose one of {TRACE_LEVELS}"

@@ -8,6 +8,10 @@
   repeatedly run the group with the lowest average depth.
 * ``eager`` — one launch per node, in recording order (no batching).
 
+Policies live in a registry: :func:`register_policy` adds one (a function from a DFG to
+its batches), :func:`policies` lists them in registration order (the order above), and
+:func:`schedule` looks the name up. ``acrobat.policies()`` is the public view of it.
+
 A valid schedule runs each node exactly once, after all of its producers, and each
 batch holds nodes of one kernel. :func:`lower_bound` gives a number of batches no valid
 schedule can beat: for each kernel, the most nodes of that kernel on one dependency path
@@ -17,6 +21,7 @@ least the longest path and the number of kernels, the bounds one might try first
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,8 +29,6 @@ import numpy as np
 from acrobat.codegen.records import KEY, STRIDE
 from acrobat.errors import AcrobatNameError
 from acrobat.runtime.dfg import DFG
-
-POLICIES = ("acrobat", "dynet-depth", "dynet-agenda", "eager")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,73 @@ class Schedule:
 
     policy: str
     batches: list[Batch]
+
+
+PolicyFn = Callable[[DFG, bool], list[Batch]]
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    """A registered scheduling policy: its name and what it does (first docstring line)."""
+
+    name: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class _Policy:
+    info: PolicyInfo
+    fn: PolicyFn
+
+
+_POLICIES: dict[str, _Policy] = {}
+
+
+def register_policy(name: str, *, doc: str | None = None) -> Callable[[PolicyFn], PolicyFn]:
+    """Decorator: register ``fn(dfg, inline_depth) -> list[Batch]`` as policy ``name``.
+
+    ``inline_depth`` is ``CompileOptions.inline_depth`` (a policy may ignore it); ``doc``
+    defaults to the first line of the function's docstring. The batches must form a valid
+    schedule (each node once, after its producers; one kernel per batch)."""
+
+    def add(fn: PolicyFn) -> PolicyFn:
+        if name in _POLICIES:
+            raise AcrobatNameError(
+                f"policy {name!r} is registered twice",
+                hint="pick another name, or unregister_policy() the old one first",
+            )
+        text = doc if doc is not None else (fn.__doc__ or "").strip().split("\n")[0]
+        _POLICIES[name] = _Policy(PolicyInfo(name, text), fn)
+        return fn
+
+    return add
+
+
+def unregister_policy(name: str) -> None:
+    """Remove policy ``name`` (raises :class:`AcrobatNameError` if it is not registered)."""
+    get_policy(name)
+    del _POLICIES[name]
+
+
+def policies() -> tuple[PolicyInfo, ...]:
+    """Every registered policy, in registration order (the built-ins first)."""
+    return tuple(p.info for p in _POLICIES.values())
+
+
+def policy_names() -> tuple[str, ...]:
+    """The names of :func:`policies`, in the same order."""
+    return tuple(_POLICIES)
+
+
+def get_policy(name: str) -> PolicyFn:
+    """The function of policy ``name``; an unknown name is an :class:`AcrobatNameError`
+    that lists the registered policies."""
+    try:
+        return _POLICIES[name].fn
+    except (KeyError, TypeError):
+        raise AcrobatNameError(
+            f"unknown policy {name!r}", hint=f"choose one of {policy_names()}"
+        ) from None
 
 
 def _groups(kernel: np.ndarray, local: np.ndarray, level: np.ndarray) -> list[Batch]:
@@ -163,16 +233,33 @@ def lower_bound(dfg: DFG) -> int:
     return int(kernel_chains(dfg).sum())
 
 
+# The built-in policies, in their canonical order (the order ``policies()`` lists them).
+
+
+@register_policy("acrobat")
+def _acrobat(dfg: DFG, inline_depth: bool) -> list[Batch]:
+    """Buckets by (phase, inline depth, kernel): no traversal, the host computed the depths."""
+    return acrobat_schedule(dfg) if inline_depth else runtime_depth_schedule(dfg)
+
+
+@register_policy("dynet-depth")
+def _dynet_depth(dfg: DFG, inline_depth: bool) -> list[Batch]:
+    """DyNet's depth-based batching: equal traversal depth and kernel form a batch."""
+    return dynet_depth_schedule(dfg)
+
+
+@register_policy("dynet-agenda")
+def _dynet_agenda(dfg: DFG, inline_depth: bool) -> list[Batch]:
+    """DyNet's agenda: run the ready kernel group with the lowest mean depth first."""
+    return dynet_agenda_schedule(dfg)
+
+
+@register_policy("eager")
+def _eager(dfg: DFG, inline_depth: bool) -> list[Batch]:
+    """One launch per node, in recording order (no batching)."""
+    return eager_schedule(dfg)
+
+
 def schedule(dfg: DFG, policy: str, inline_depth: bool = True) -> Schedule:
-    """Run a policy: the DFG's nodes as batches in launch order."""
-    if policy == "acrobat":
-        batches = acrobat_schedule(dfg) if inline_depth else runtime_depth_schedule(dfg)
-    elif policy == "dynet-depth":
-        batches = dynet_depth_schedule(dfg)
-    elif policy == "dynet-agenda":
-        batches = dynet_agenda_schedule(dfg)
-    elif policy == "eager":
-        batches = eager_schedule(dfg)
-    else:
-        raise AcrobatNameError(f"unknown policy {policy!r}", hint=f"choose one of {POLICIES}")
-    return Schedule(policy, batches)
+    """Run the registered policy ``policy`` on ``dfg``: its batches in launch order."""
+    return Schedule(policy, get_policy(policy)(dfg, inline_depth))

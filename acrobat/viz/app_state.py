@@ -8,13 +8,12 @@ directly and assert on the outputs (``ir_text``, ``error``, ``compile_trace``, `
 
 from __future__ import annotations
 
-import re
 from contextlib import contextmanager
 
 import param
 
 from acrobat import models
-from acrobat.errors import AcrobatError
+from acrobat.errors import AcrobatError, UndeclaredSizeError
 from acrobat.frontend import parse
 from acrobat.trace import Trace
 from acrobat.viz import runner
@@ -23,8 +22,6 @@ from acrobat.viz.ir_view import pipeline_stages
 from acrobat.viz.trace_bundle import dumps, join_traces, loads, split_trace
 
 SIZE_NAMES = ("tiny", "small", "large")
-# The frontend's message when sizes are passed that the program does not declare.
-_UNDECLARED_SIZES = re.compile(r"sizes \[(?P<names>[^\]]*)\] were given but the program declares")
 
 
 class ExplorerState(param.Parameterized):
@@ -45,10 +42,10 @@ class ExplorerState(param.Parameterized):
 
     batch_size = param.Integer(default=64, bounds=(1, 1024), doc="instances per run")
     seed = param.Integer(default=0, bounds=(0, None), doc="seed of the instances")
-    backend = param.Selector(default="numpy", objects=list(runner.BACKENDS))
+    backend = param.Selector(default="numpy", objects=list(runner.backend_choices()))
     optimizations = param.ListSelector(default=[], objects=[], doc="optimizations switched on")
-    policy_a = param.Selector(default="acrobat", objects=list(runner.POLICIES))
-    policy_b = param.Selector(default="dynet-depth", objects=list(runner.POLICIES))
+    policy_a = param.Selector(default="acrobat", objects=list(runner.policy_names()))
+    policy_b = param.Selector(default="dynet-depth", objects=list(runner.policy_names()))
     auto_run = param.Boolean(default=False, doc="rerun on every change of a setting")
 
     compile_trace = param.ClassSelector(class_=Trace, default=None, doc="output: passes, taint")
@@ -65,6 +62,10 @@ class ExplorerState(param.Parameterized):
         self.param.model.objects = names
         switches = list(runner.optimization_names())
         self.param.optimizations.objects = switches
+        # from the registries as they are now (a policy registered after import is offered)
+        self.param.backend.objects = list(runner.backend_choices())
+        self.param.policy_a.objects = list(runner.policy_names())
+        self.param.policy_b.objects = list(runner.policy_names())
         params.setdefault("model", names[0])
         params.setdefault("optimizations", switches)
         self._compiled: runner.Compiled | None = None
@@ -204,7 +205,7 @@ class ExplorerState(param.Parameterized):
 
     def compare_policies(self) -> bool:
         """Run every policy with the current options; each adds a row to ``comparison``."""
-        return self._compare([(policy, self.disabled) for policy in runner.POLICIES])
+        return self._compare([(policy, self.disabled) for policy in runner.policy_names()])
 
     def compare_options(self) -> bool:
         """Run policy A with every optimization on, then with each one off alone (an
@@ -270,7 +271,7 @@ class ExplorerState(param.Parameterized):
         with self._quietly():
             for side, trace in zip("ab", runs[:2]):
                 policy = _policy_of(trace)
-                if policy in runner.POLICIES:
+                if policy in self.param.policy_a.objects:
                     setattr(self, f"policy_{side}", policy)
             self.param.update(
                 compile_trace=bundle.compile if len(bundle.compile) else None,
@@ -312,13 +313,9 @@ def _parse_with_declared_sizes(source: str, sizes: dict[str, int], filename: str
     and parse again, so a user's edit that removes a size still compiles."""
     try:
         return parse(source, sizes=sizes, filename=filename), sizes
-    except AcrobatError as err:
-        match = _UNDECLARED_SIZES.search(err.message)
-        if not match:
-            raise
-        undeclared = set(re.findall(r"'(\w+)'", match["names"]))
-        kept = {name: value for name, value in sizes.items() if name not in undeclared}
-        if kept == sizes:  # the message named nothing we passed: fall back to the defaults
+    except UndeclaredSizeError as err:
+        kept = {name: value for name, value in sizes.items() if name not in err.names}
+        if kept == sizes:  # the error named nothing we passed: fall back to the defaults
             kept = {}
         return parse(source, sizes=kept or None, filename=filename), kept
 

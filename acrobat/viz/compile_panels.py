@@ -37,9 +37,9 @@ class PassesView(LazyView):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.stage_a = pn.widgets.Select(name="From stage", css_classes=["stage-a"], width=190)
-        self.stage_b = pn.widgets.Select(name="To stage", css_classes=["stage-b"], width=190)
-        self.context = pn.widgets.IntInput(name="Context", value=3, start=0, width=90)
+        self.stage_a = pn.widgets.Select(label="From stage", css_classes=["stage-a"], width=190)
+        self.stage_b = pn.widgets.Select(label="To stage", css_classes=["stage-b"], width=190)
+        self.context = pn.widgets.IntInput(label="Context", value=3, start=0, width=90)
         self.diff = pn.pane.HTML(
             "",
             stylesheets=[DIFF_CSS],

@@ -1,18 +1,25 @@
-"""The explorer's viewers wired to one store: sidebar parts and a tab per view.
+"""The explorer's viewers wired to one store: sidebar parts and a tab per registered view.
 
-``Explorer`` only builds the viewers of ``acrobat.viz`` over one ``ExplorerState`` and lays the
-views out as tabs; ``apps/explorer.py`` puts ``sidebar`` and the explorer into a template.
-Tests build an ``Explorer`` without a browser and read its viewers' panes.
+Each tab is registered once (:func:`register_view`: an attribute name, a tab title and a
+builder called with the store); ``Explorer`` builds the registered views in registration order,
+keeps each as an attribute of that name, and lays them out as tabs. ``apps/explorer.py`` puts
+``sidebar`` and the explorer into a template. Tests build an ``Explorer`` without a browser and
+read its viewers' panes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import panel as pn
 import param
 
+from acrobat.errors import AcrobatNameError
 from acrobat.viz.app_state import ExplorerState
 from acrobat.viz.compile_panels import PassesView, TaintView
-from acrobat.viz.panels import IRView, ModelPicker, SourceEditor
+from acrobat.viz.lazy_view import LazyView
+from acrobat.viz.panels import ModelPicker, ProgramView
 from acrobat.viz.run_panels import RunSettings, StatusLine, TraceFiles
 from acrobat.viz.view_panels import (
     CompareView,
@@ -22,7 +29,51 @@ from acrobat.viz.view_panels import (
     TimelineView,
 )
 
-TAB_NAMES = ("Program", "Passes", "Taint", "DFG", "Schedule", "Timeline", "Compare", "Kernels")
+
+@dataclass(frozen=True)
+class ExplorerView:
+    """A tab of the explorer: ``build(state=...)`` makes its viewer, which ``Explorer`` keeps
+    as the attribute ``name`` and shows under ``title``. A ``LazyView`` redraws only while its
+    tab is open."""
+
+    name: str
+    title: str
+    build: Callable[..., pn.viewable.Viewer]
+
+
+_VIEWS: dict[str, ExplorerView] = {}
+
+
+def register_view(name: str, title: str, build: Callable[..., pn.viewable.Viewer]) -> None:
+    """Add a tab (after the ones registered so far) to every ``Explorer`` built from now on."""
+    if name in _VIEWS or any(v.title == title for v in _VIEWS.values()):
+        raise AcrobatNameError(
+            f"explorer view {name!r} ({title!r}) is registered twice",
+            hint="pick another name and title, or unregister_view() the old one first",
+        )
+    _VIEWS[name] = ExplorerView(name, title, build)
+
+
+def unregister_view(name: str) -> None:
+    """Remove the tab registered as ``name``."""
+    if name not in _VIEWS:
+        raise AcrobatNameError(f"unknown explorer view {name!r}", hint=f"one of {tuple(_VIEWS)}")
+    del _VIEWS[name]
+
+
+def explorer_views() -> tuple[ExplorerView, ...]:
+    """The registered tabs, in order."""
+    return tuple(_VIEWS.values())
+
+
+register_view("program", "Program", ProgramView)
+register_view("passes", "Passes", PassesView)
+register_view("taint", "Taint", TaintView)
+register_view("dfg", "DFG", DfgView)
+register_view("schedule", "Schedule", ScheduleView)
+register_view("timeline", "Timeline", TimelineView)
+register_view("compare", "Compare", CompareView)
+register_view("kernels", "Kernels", KernelSourceView)
 
 
 class Explorer(pn.viewable.Viewer):
@@ -38,42 +89,34 @@ class Explorer(pn.viewable.Viewer):
         self.settings = RunSettings(state=state)
         self.files = TraceFiles(state=state)
         self.status = StatusLine(state=state)
-        self.editor = SourceEditor(state=state)
-        self.ir = IRView(state=state)
-        self.passes = PassesView(state=state)
-        self.taint = TaintView(state=state)
-        self.dfg = DfgView(state=state)
-        self.schedule = ScheduleView(state=state)
-        self.timeline = TimelineView(state=state)
-        self.compare = CompareView(state=state)
-        self.kernels = KernelSourceView(state=state)
-        program = pn.Row(self.editor, self.ir, sizing_mode="stretch_width")
-        views = (
-            program,
-            self.passes,
-            self.taint,
-            self.dfg,
-            self.schedule,
-            self.timeline,
-            self.compare,
-            self.kernels,
-        )
+        self.views = {spec.title: spec.build(state=state) for spec in explorer_views()}
+        for spec in explorer_views():
+            if hasattr(self, spec.name):
+                raise AcrobatNameError(
+                    f"explorer view name {spec.name!r} clashes with an Explorer attribute"
+                )
+            setattr(self, spec.name, self.views[spec.title])
         # Not dynamic: Panel 1.9 gives the models of a tab first drawn inside a callback CDN
         # stylesheet URLs (theme.base._apply_params before the model joins the document), which
         # an offline machine cannot load.
         self.tabs = pn.Tabs(
-            *zip(TAB_NAMES, views),
+            *self.views.items(),
             dynamic=False,
             sizing_mode="stretch_width",
             css_classes=["explorer-tabs"],
         )
         # Hidden views redraw when their tab opens, so a run costs only the open view's redraw.
-        self._lazy = dict(zip(TAB_NAMES[1:], views[1:]))
+        self._lazy = {t: v for t, v in self.views.items() if isinstance(v, LazyView)}
         self.tabs.param.watch(self._show_tab, "active")
         self._show_tab()
 
+    @property
+    def tab_names(self) -> list[str]:
+        """The tab titles, in order."""
+        return list(self.views)
+
     def _show_tab(self, *_events) -> None:
-        shown = TAB_NAMES[self.tabs.active]
+        shown = self.tab_names[self.tabs.active]
         for name, view in self._lazy.items():
             view.active = name == shown
 
@@ -82,9 +125,9 @@ class Explorer(pn.viewable.Viewer):
         """What goes in the template's sidebar, top to bottom."""
         return [self.picker, self.settings, self.files]
 
-    def open_tab(self, name: str) -> None:
-        """Switch to the tab called ``name`` (one of ``TAB_NAMES``)."""
-        self.tabs.active = TAB_NAMES.index(name)
+    def open_tab(self, title: str) -> None:
+        """Switch to the tab called ``title`` (one of ``tab_names``)."""
+        self.tabs.active = self.tab_names.index(title)
 
     def __panel__(self):
         return pn.Column(

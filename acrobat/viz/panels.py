@@ -1,4 +1,5 @@
-"""Panel viewers over an ``ExplorerState``: model picker, source editor, IR view.
+"""Panel viewers over an ``ExplorerState``: model picker, source editor, IR view (and the
+Program tab that holds those two side by side).
 
 (The run settings, the trace files and the views of a run are in ``acrobat.viz.run_panels``,
 ``acrobat.viz.compile_panels`` and ``acrobat.viz.view_panels``.)
@@ -29,10 +30,10 @@ class ModelPicker(pn.viewable.Viewer):
 
     def __panel__(self):
         model = pn.widgets.Select.from_param(
-            self.state.param.model, name="Model", sizing_mode="stretch_width"
+            self.state.param.model, label="Model", sizing_mode="stretch_width"
         )
         size = pn.widgets.Select.from_param(
-            self.state.param.size, name="Size", sizing_mode="stretch_width"
+            self.state.param.size, label="Size", sizing_mode="stretch_width"
         )
         about = pn.pane.Markdown(
             pn.bind(self._about, self.state.param.model), css_classes=["about"]
@@ -62,7 +63,7 @@ class SourceEditor(pn.viewable.Viewer):
             css_classes=["source-editor"],
         )
         self._button = pn.widgets.Button(
-            name="Compile", button_type="primary", css_classes=["compile-button"]
+            label="Compile", color="primary", css_classes=["compile-button"]
         )
         self._button.on_click(self._compile)
         self._alert = pn.pane.Alert(
@@ -127,3 +128,17 @@ class IRView(pn.viewable.Viewer):
             return "**IR** — not compiled: fix the error in the source"
         bound = ", ".join(f"{name}={value}" for name, value in sizes.items()) or "declared defaults"
         return f"**IR** — sizes {bound}"
+
+
+class ProgramView(pn.viewable.Viewer):
+    """The Program tab: the source editor beside the IR it compiles to."""
+
+    state = param.ClassSelector(class_=ExplorerState)
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.editor = SourceEditor(state=self.state)
+        self.ir = IRView(state=self.state)
+
+    def __panel__(self):
+        return pn.Row(self.editor, self.ir, sizing_mode="stretch_width")

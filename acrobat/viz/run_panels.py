@@ -12,6 +12,7 @@ import io
 import panel as pn
 import param
 
+from acrobat.viz import runner
 from acrobat.viz.app_state import ExplorerState
 
 BATCH_SLIDER_END = 256
@@ -26,7 +27,7 @@ class RunSettings(pn.viewable.Viewer):
         super().__init__(**params)
         state = self.state
         self.batch = pn.widgets.IntSlider(
-            name="Batch size",
+            label="Batch size",
             start=1,
             end=max(BATCH_SLIDER_END, state.batch_size),
             value=state.batch_size,
@@ -37,20 +38,26 @@ class RunSettings(pn.viewable.Viewer):
         self.batch.param.watch(self._set_batch, "value_throttled")
         state.param.watch(lambda e: setattr(self.batch, "value", e.new), "batch_size")
         self.seed = pn.widgets.IntInput.from_param(
-            state.param.seed, name="Seed", sizing_mode="stretch_width"
+            state.param.seed, label="Seed", sizing_mode="stretch_width"
         )
+        # Backends that cannot run here are shown greyed out; the tooltip says why.
+        unavailable = runner.unavailable_backends()
         self.backend = pn.widgets.Select.from_param(
-            state.param.backend, name="Backend", sizing_mode="stretch_width"
+            state.param.backend,
+            label="Backend",
+            sizing_mode="stretch_width",
+            disabled_options=list(unavailable),
+            description="; ".join(f"{n}: {why}" for n, why in unavailable.items()) or None,
         )
         self.policy_a = pn.widgets.Select.from_param(
             state.param.policy_a,
-            name="Policy A",
+            label="Policy A",
             sizing_mode="stretch_width",
             css_classes=["policy-a"],
         )
         self.policy_b = pn.widgets.Select.from_param(
             state.param.policy_b,
-            name="Policy B",
+            label="Policy B",
             sizing_mode="stretch_width",
             css_classes=["policy-b"],
         )
@@ -58,8 +65,8 @@ class RunSettings(pn.viewable.Viewer):
             state.param.optimizations, inline=False, css_classes=["optimizations"]
         )
         self.run_button = pn.widgets.Button(
-            name="Run A and B",
-            button_type="primary",
+            label="Run A and B",
+            color="primary",
             css_classes=["run-button"],
             sizing_mode="stretch_width",
             loading=state.param.busy,
@@ -132,7 +139,7 @@ class TraceFiles(pn.viewable.Viewer):
         self.download = pn.widgets.FileDownload(
             callback=self._file,
             filename="acrobat-trace.jsonl",
-            button_type="default",
+            color="default",
             label="Download trace (.jsonl)",
             sizing_mode="stretch_width",
             css_classes=["trace-download"],

@@ -14,8 +14,22 @@ from typing import Any
 import acrobat
 from acrobat.trace import Trace
 
-POLICIES = ("acrobat", "dynet-depth", "dynet-agenda", "eager")
-BACKENDS = ("numpy", "null", "auto", "cupy")
+AUTO = "auto"  # acrobat.run(backend="auto"): a choice among the backends, not one of them
+
+
+def policy_names() -> tuple[str, ...]:
+    """The registered scheduling policies (``acrobat.policies()``), in their order."""
+    return tuple(p.name for p in acrobat.policies())
+
+
+def backend_choices() -> tuple[str, ...]:
+    """What the backend picker offers: every registered backend, then ``"auto"``."""
+    return (*(b.name for b in acrobat.backends()), AUTO)
+
+
+def unavailable_backends() -> dict[str, str]:
+    """The backends that cannot run here, each with the reason why not."""
+    return {b.name: b.reason for b in acrobat.backends() if not b.available}
 
 
 def optimization_names() -> tuple[str, ...]:

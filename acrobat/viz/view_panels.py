@@ -47,7 +47,7 @@ class DfgView(LazyView):
     def __init__(self, **params):
         super().__init__(**params)
         self.instance_input = pn.widgets.IntInput.from_param(
-            self.param.instance, name="Instance", width=110
+            self.param.instance, label="Instance", width=110
         )
         self.legend = pn.pane.HTML("", stylesheets=[SWATCH_CSS], sizing_mode="stretch_width")
         self.svg = pn.pane.HTML(
@@ -65,10 +65,10 @@ class DfgView(LazyView):
 
     def __panel__(self):
         controls = pn.Row(
-            pn.widgets.RadioButtonGroup.from_param(self.param.side, name="Run"),
+            pn.widgets.RadioButtonGroup.from_param(self.param.side, label="Run"),
             self.instance_input,
-            pn.widgets.RadioButtonGroup.from_param(self.param.color_by, name="Colour by"),
-            pn.widgets.IntInput.from_param(self.param.fold_above, name="Fold above", width=110),
+            pn.widgets.RadioButtonGroup.from_param(self.param.color_by, label="Colour by"),
+            pn.widgets.IntInput.from_param(self.param.fold_above, label="Fold above", width=110),
         )
         return pn.Column(controls, self.legend, self.svg, sizing_mode="stretch_width")
 
@@ -154,13 +154,13 @@ class CompareView(LazyView):
         super().__init__(**params)
         busy = self.state.param.busy
         self.policies_button = pn.widgets.Button(
-            name="Compare all policies",
-            button_type="primary",
+            label="Compare all policies",
+            color="primary",
             loading=busy,
             css_classes=["compare-policies"],
         )
         self.options_button = pn.widgets.Button(
-            name="Ablate optimizations (policy A)", loading=busy, css_classes=["compare-options"]
+            label="Ablate optimizations (policy A)", loading=busy, css_classes=["compare-options"]
         )
         self.policies_button.on_click(lambda _event: self.state.compare_policies())
         self.options_button.on_click(lambda _event: self.state.compare_options())
@@ -190,7 +190,7 @@ class KernelSourceView(LazyView):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.kernel = pn.widgets.Select(name="Kernel", width=320, css_classes=["kernel-pick"])
+        self.kernel = pn.widgets.Select(label="Kernel", width=320, css_classes=["kernel-pick"])
         self.code = pn.pane.HTML(
             "", stylesheets=[CODE_CSS], sizing_mode="stretch_width", css_classes=["kernel-source"]
         )

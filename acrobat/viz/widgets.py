@@ -14,6 +14,7 @@ as standalone HTML with inline BokehJS, so nothing is fetched from the internet:
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 
 import ipywidgets as w
 from bokeh.embed import file_html
@@ -27,12 +28,11 @@ from acrobat.viz.compare_view import compare_figure, compare_table_html
 from acrobat.viz.dfg_view import dfg_legend_html, dfg_model, dfg_svg, instances_in
 from acrobat.viz.highlight import IR_CSS
 from acrobat.viz.ir_view import DIFF_CSS, TABLE_CSS, diff_html, pass_diff, pipeline_stages
-from acrobat.viz.runner import POLICIES
+from acrobat.viz.runner import policy_names
 from acrobat.viz.schedule_view import schedule_pair, timeline_pair
 from acrobat.viz.source_view import CODE_CSS, code_html, host_program, kernel_sources
 from acrobat.viz.taint_view import TAINT_CSS, taint_html, taint_legend_html
 
-VIEWS = ("schedule", "timeline", "dfg", "compare", "passes", "taint", "kernels")
 STYLE = f"<style>{IR_CSS}{DIFF_CSS}{TABLE_CSS}{TAINT_CSS}{CODE_CSS}</style>"
 
 
@@ -71,13 +71,16 @@ class NotebookExplorer:
         self.seed = w.IntSlider(
             description="Seed", min=0, max=100, value=state.seed, continuous_update=False
         )
-        self.policy_a = w.Dropdown(description="Policy A", options=POLICIES, value=state.policy_a)
-        self.policy_b = w.Dropdown(description="Policy B", options=POLICIES, value=state.policy_b)
+        policies = state.param.policy_a.objects
+        self.policy_a = w.Dropdown(description="Policy A", options=policies, value=state.policy_a)
+        self.policy_b = w.Dropdown(description="Policy B", options=policies, value=state.policy_b)
         self.options = {
             name: w.Checkbox(description=name, value=name in state.optimizations, indent=False)
             for name in state.param.optimizations.objects
         }
-        self.view = w.ToggleButtons(options=VIEWS, value="schedule", description="View")
+        self.view = w.ToggleButtons(
+            options=list(NOTEBOOK_VIEWS), value="schedule", description="View"
+        )
         self.instance = w.BoundedIntText(description="Instance", min=0, max=0, value=0)
         self.message = w.HTML()
         self.output = w.Output()
@@ -111,37 +114,11 @@ class NotebookExplorer:
     def figure(self, view: str | None = None):
         """The figure of ``view`` (default: the chosen one) for the current traces: a Bokeh
         layout, or HTML text; ``None`` when there is nothing to show yet."""
-        view, state = view or self.view.value, self.state
-        runs = [t for t in (state.trace_a, state.trace_b) if t is not None]
-        if view in ("passes", "taint"):
-            return self._compile_view(view) if state.compile_trace is not None else None
-        if view == "compare":
-            rows = state.comparison
-            return compare_figure(rows) if rows else None
-        if not runs:
-            return None
-        if view == "schedule":
-            return schedule_pair(*runs)
-        if view == "timeline":
-            return timeline_pair(*runs)
-        if view == "dfg":
-            instances = instances_in(runs[0])
-            self.instance.max = instances[-1] if instances else 0
-            model = dfg_model(runs[0], min(self.instance.value, self.instance.max))
-            return dfg_legend_html(model) + dfg_svg(model)
-        sources = kernel_sources(runs[0])
-        parts = [
-            f"<h4>{html.escape(k)}</h4>{code_html(s.source, s.language)}"
-            for k, s in sources.items()
-        ]
-        return "".join(parts) + "<h4>host program</h4>" + code_html(host_program(runs[0]))
+        return NOTEBOOK_VIEWS[view or self.view.value](self)
 
-    def _compile_view(self, view: str) -> str:
-        trace = self.state.compile_trace
-        if view == "taint":
-            return taint_legend_html(trace) + taint_html(trace)
-        stages = pipeline_stages(trace)
-        return diff_html(pass_diff(stages, 0, len(stages) - 1))
+    def runs(self) -> list:
+        """The traces of policy A and B that exist."""
+        return [t for t in (self.state.trace_a, self.state.trace_b) if t is not None]
 
     def refresh(self) -> None:
         """Redraw the chosen view below the controls (and any error above it)."""
@@ -170,6 +147,70 @@ class NotebookExplorer:
         display(self.widget())
 
 
+# The notebook's views, in the order of the view picker: name -> figure of a NotebookExplorer
+# (None when there is nothing to show yet). Adding a view is one entry here.
+
+
+def _schedule(nb: NotebookExplorer):
+    runs = nb.runs()
+    return schedule_pair(*runs) if runs else None
+
+
+def _timeline(nb: NotebookExplorer):
+    runs = nb.runs()
+    return timeline_pair(*runs) if runs else None
+
+
+def _dfg(nb: NotebookExplorer):
+    runs = nb.runs()
+    if not runs:
+        return None
+    instances = instances_in(runs[0])
+    nb.instance.max = instances[-1] if instances else 0
+    model = dfg_model(runs[0], min(nb.instance.value, nb.instance.max))
+    return dfg_legend_html(model) + dfg_svg(model)
+
+
+def _compare(nb: NotebookExplorer):
+    rows = nb.state.comparison
+    return compare_figure(rows) if rows else None
+
+
+def _passes(nb: NotebookExplorer):
+    trace = nb.state.compile_trace
+    if trace is None:
+        return None
+    stages = pipeline_stages(trace)
+    return diff_html(pass_diff(stages, 0, len(stages) - 1))
+
+
+def _taint(nb: NotebookExplorer):
+    trace = nb.state.compile_trace
+    return None if trace is None else taint_legend_html(trace) + taint_html(trace)
+
+
+def _kernels(nb: NotebookExplorer):
+    runs = nb.runs()
+    if not runs:
+        return None
+    parts = [
+        f"<h4>{html.escape(k)}</h4>{code_html(s.source, s.language)}"
+        for k, s in kernel_sources(runs[0]).items()
+    ]
+    return "".join(parts) + "<h4>host program</h4>" + code_html(host_program(runs[0]))
+
+
+NOTEBOOK_VIEWS: dict[str, Callable[[NotebookExplorer], object]] = {
+    "schedule": _schedule,
+    "timeline": _timeline,
+    "dfg": _dfg,
+    "compare": _compare,
+    "passes": _passes,
+    "taint": _taint,
+    "kernels": _kernels,
+}
+
+
 def model_picker(value: str = "treelstm") -> w.Dropdown:
     """A Dropdown of the model zoo's names (for notebooks that build their own layouts)."""
     return w.Dropdown(description="Model", options=[i.name for i in models.catalog()], value=value)
@@ -177,4 +218,4 @@ def model_picker(value: str = "treelstm") -> w.Dropdown:
 
 def policy_picker(value: str = "acrobat", description: str = "Policy") -> w.Dropdown:
     """A Dropdown of the scheduling policies."""
-    return w.Dropdown(description=description, options=POLICIES, value=value)
+    return w.Dropdown(description=description, options=policy_names(), value=value)

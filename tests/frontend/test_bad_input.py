@@ -237,3 +237,13 @@ def test_huge_or_deep_expressions_give_typed_errors(expr):
     # a module or a typed error are both fine; any other exception fails the test
     with contextlib.suppress(acrobat.AcrobatError):
         acrobat.parse(src)
+
+
+def test_undeclared_sizes_are_named_in_a_field():
+    """Callers (the explorer) read which sizes were not declared from ``names``."""
+    src = "H = Size('H', 4)\ndef main(x: Tensor[H]) -> Tensor[H]:\n    return x\n"
+    with pytest.raises(acrobat.UndeclaredSizeError) as e:
+        acrobat.parse(src, sizes={"H": 2, "Q": 3, "B": 1})
+    assert isinstance(e.value, AcrobatNameError)
+    assert e.value.names == ("B", "Q")
+    assert "declared sizes: ['H']" in e.value.hint

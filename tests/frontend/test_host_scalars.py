@@ -29,7 +29,7 @@ def test_host_scalars_scale_tensors_batched_and_per_instance():
     rng = np.random.default_rng(0)
     xs = [V("It", (rng.standard_normal(3).astype(np.float32), 0.25 * i - 1, i)) for i in range(6)]
     prog = acrobat.compile(m, p)
-    for policy in ("acrobat", "eager", "dynet-depth", "dynet-agenda"):
+    for policy in (p.name for p in acrobat.policies()):
         outs = acrobat.run(prog, xs, policy=policy).outputs
         for (x, s, n), got in zip((item.fields for item in xs), outs):
             want = np.tanh(p["W"] @ (x * np.float32(s))) / np.float32(n + 1) - np.float32(s)

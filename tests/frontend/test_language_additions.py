@@ -19,7 +19,7 @@ from acrobat.ir.parser import parse_module
 from acrobat.ir.traversal import walk
 from acrobat.ir.verify import verify
 
-POLICIES = ("acrobat", "eager", "dynet-depth", "dynet-agenda")
+POLICIES = tuple(p.name for p in acrobat.policies())
 OPTIONS = [acrobat.CompileOptions()] + [
     acrobat.CompileOptions().without(f.name)
     for f in dataclasses.fields(acrobat.CompileOptions)

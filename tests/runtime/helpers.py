@@ -16,7 +16,7 @@ from acrobat.runtime.dfg import DFG
 from acrobat.runtime.schedule import Schedule
 
 MODELS = acrobat.models.MODEL_NAMES + acrobat.models.VARIANTS
-POLICIES = ("acrobat", "dynet-depth", "dynet-agenda", "eager")
+POLICIES = tuple(p.name for p in acrobat.policies())  # the registered ones, in order
 # Models with tensor-dependent decisions (item/argmax): they run as fibers.
 FIBER_MODELS = ("berxit", "drnn", "stackrnn")
 # The others never read a tensor value: the null backend (all zeros) takes the same

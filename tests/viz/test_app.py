@@ -11,9 +11,11 @@ import param
 import pytest
 
 from acrobat import models
+from acrobat.errors import AcrobatNameError
 from acrobat.trace import BatchFormed, KernelCompiled
 from acrobat.viz.app_state import ExplorerState
-from acrobat.viz.explorer import TAB_NAMES, Explorer
+from acrobat.viz.explorer import Explorer, explorer_views, register_view, unregister_view
+from acrobat.viz.lazy_view import LazyView
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = "def main(x: Tensor[4]) -> Tensor[4]:\n    return x +\n"
@@ -41,7 +43,43 @@ def test_app_file_composes_a_template_with_every_view():
     assert main.css_classes == ["explorer-main"] and explorer.tabs in main.objects
     classes = [v.css_classes for v in template.sidebar.objects]
     assert classes[:2] == [["model-picker"], ["run-settings"]] and len(classes) == 3
-    assert list(explorer.tabs._names) == list(TAB_NAMES)
+    assert list(explorer.tabs._names) == [v.title for v in explorer_views()]
+
+
+def test_views_are_registered_once_in_tab_order():
+    titles = ["Program", "Passes", "Taint", "DFG", "Schedule", "Timeline", "Compare", "Kernels"]
+    assert [v.title for v in explorer_views()] == titles
+    with pytest.raises(AcrobatNameError, match="registered twice"):
+        register_view("dfg", "Graph", explorer_views()[3].build)
+
+
+def test_a_registered_view_becomes_a_tab():
+    class Sources(LazyView):
+        def __init__(self, **params):
+            super().__init__(**params)
+            self.pane = pn.pane.Markdown("")
+            self.watch_state("source")
+            self._refresh()
+
+        def __panel__(self):
+            return self.pane
+
+        def _refresh(self, *_events):
+            self.pane.object = f"{len(self.state.source)} characters"
+
+    register_view("sources", "Sources", Sources)
+    try:
+        state = ExplorerState(model="treelstm", size="tiny", batch_size=2)
+        explorer = Explorer(state=state)
+        assert explorer.tab_names[-1] == "Sources" and explorer.tabs._names[-1] == "Sources"
+        assert explorer.sources.pane.object == f"{len(state.source)} characters"
+        assert explorer.sources.active is False  # hidden: redrawn when its tab opens
+        state.source += "\n"
+        explorer.open_tab("Sources")
+        assert explorer.sources.pane.object == f"{len(state.source)} characters"
+    finally:
+        unregister_view("sources")
+    assert "Sources" not in Explorer(state=state).tab_names
 
 
 def test_switching_policy_b_in_the_sidebar_changes_the_schedule_view(explorer):
@@ -165,7 +203,7 @@ def test_trace_download_and_upload(explorer):
 
 def test_broken_program_shows_the_error_and_the_app_keeps_answering(explorer):
     explorer.open_tab("Schedule")  # the editor sits in Program, but the view should follow
-    editor = explorer.editor
+    editor = explorer.program.editor
     editor._editor.value = BROKEN
     editor._button.clicks += 1
     assert editor._alert.visible and "line 2" in editor._alert.object

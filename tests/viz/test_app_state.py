@@ -5,11 +5,12 @@ import re
 
 import pytest
 
+import acrobat
 from acrobat import models
 from acrobat.trace import BatchFormed, NodeRecorded, PassApplied, ScheduleFormed, Trace
 from acrobat.viz.app_state import ExplorerState
 from acrobat.viz.highlight import highlight_ir
-from acrobat.viz.runner import POLICIES, optimization_names
+from acrobat.viz.runner import optimization_names, policy_names
 
 BROKEN = "def main(x: Tensor[4]) -> Tensor[4]:\n    return x +\n"
 
@@ -249,5 +250,42 @@ def test_broken_source_clears_the_runs(live):
 
 
 def test_every_policy_is_offered(state):
-    assert state.param.policy_a.objects == list(POLICIES)
-    assert state.param.policy_b.objects == list(POLICIES)
+    names = [p.name for p in acrobat.policies()]
+    assert list(policy_names()) == names == ["acrobat", "dynet-depth", "dynet-agenda", "eager"]
+    assert state.param.policy_a.objects == names
+    assert state.param.policy_b.objects == names
+
+
+def test_every_backend_and_auto_are_offered(state):
+    assert state.param.backend.objects == [b.name for b in acrobat.backends()] + ["auto"]
+
+
+def test_a_policy_registered_later_is_offered_and_compared():
+    """The explorer derives its policies from the registry: a new one needs no viz edit."""
+    from acrobat.runtime.schedule import eager_schedule, register_policy, unregister_policy
+
+    register_policy("toy-eager")(lambda dfg, inline_depth: eager_schedule(dfg))
+    try:
+        state = ExplorerState(model="treelstm", size="tiny", batch_size=2)
+        assert state.param.policy_b.objects[-1] == "toy-eager"
+        state.policy_b = "toy-eager"
+        assert state.run(), state.run_error
+        assert state.compare_policies(), state.run_error
+        assert [r.policy for r in state.comparison][-1] == "toy-eager"
+    finally:
+        unregister_policy("toy-eager")
+
+
+def test_edit_keeps_the_sizes_it_still_declares(state):
+    """Only the sizes the error names are dropped; the others keep the model's values."""
+    state.model = "mvrnn"
+    sizes = models.sizes("mvrnn", state.size)
+    keep = sorted(sizes)[0]
+    state.source = (
+        f"{keep} = Size('{keep}', 3)\n"
+        f"W: Param[{keep}, {keep}]\n"
+        f"def main(x: Tensor[{keep}]) -> Tensor[{keep}]:\n"
+        "    return tanh(matmul(W, x))\n"
+    )
+    assert state.compile(), state.error
+    assert state.sizes_used == {keep: sizes[keep]}

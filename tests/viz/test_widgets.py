@@ -6,8 +6,8 @@ import pytest
 from bokeh.plotting import figure
 
 from acrobat.trace import BatchFormed
-from acrobat.viz.runner import POLICIES, optimization_names
-from acrobat.viz.widgets import VIEWS, NotebookExplorer, model_picker, policy_picker, show
+from acrobat.viz.runner import optimization_names, policy_names
+from acrobat.viz.widgets import NOTEBOOK_VIEWS, NotebookExplorer, model_picker, policy_picker, show
 
 
 @pytest.fixture
@@ -25,7 +25,7 @@ def test_controls_mirror_the_store(notebook):
     assert notebook.batch.value == 4 and not notebook.batch.continuous_update
     assert list(notebook.options) == list(optimization_names())
     assert all(box.value for box in notebook.options.values())
-    assert notebook.policy_a.options == POLICIES
+    assert notebook.policy_a.options == policy_names()
     state.policy_b = "eager"
     assert notebook.policy_b.value == "eager"
 
@@ -50,7 +50,7 @@ def test_sliders_and_checkboxes(notebook):
     assert "no fusion" in notebook.state.origin
 
 
-@pytest.mark.parametrize("view", VIEWS)
+@pytest.mark.parametrize("view", list(NOTEBOOK_VIEWS))
 def test_every_view_draws(notebook, view):
     notebook.view.value = view
     assert notebook.output.outputs, view
