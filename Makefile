@@ -47,15 +47,13 @@ explorer: setup
 	$(VENV)/bin/panel serve apps/explorer.py --port $(PORT) --address $(ADDRESS)
 
 # Optional peers for the benchmark: PyTorch (a local CPU build) in the venv, and DyNet 2.1.2
-# built from its PyPI sdist into .dynet-venv (6-9 minutes; recipe in ../shared/peers).
+# built from its PyPI sdist into .dynet-venv by scripts/build_dynet.sh (6-9 minutes, needs root).
 peers: setup
 	$(PY) -m pip install torch==2.13.0
 	@if [ -x .dynet-venv/bin/python ] && .dynet-venv/bin/python -c "import dynet" 2>/dev/null; then \
 		echo "DyNet already built in .dynet-venv"; \
-	elif [ -f ../shared/peers/build_dynet.sh ]; then \
-		bash ../shared/peers/build_dynet.sh .dynet-venv .dynet-build; \
 	else \
-		echo "error: ../shared/peers/build_dynet.sh not found: cannot build DyNet" >&2; exit 1; \
+		bash scripts/build_dynet.sh .dynet-venv .dynet-build; \
 	fi
 
 # The paper's grid on this machine, then the report (CSV, markdown, HTML).
