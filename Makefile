@@ -27,8 +27,9 @@ $(PY):
 	python3 -m venv $(VENV)
 
 # The stamp makes a second `make test` install nothing unless pyproject.toml changed.
+# `viz` (the explorer and notebook widgets) is an extra for users; tests and the explorer need it.
 $(VENV)/.installed: pyproject.toml | $(PY)
-	$(PY) -m pip install -e '.[dev]'
+	$(PY) -m pip install -e '.[dev,viz]'
 	touch $@
 
 # pytest exits 5 when it collected nothing: say so loudly and fail rather than pass silently.

@@ -91,3 +91,10 @@ class EvaluationError(AcrobatError):
 
 class BackendUnavailableError(AcrobatError):
     """The requested backend cannot run here (e.g. no CuPy, no CUDA driver, no device)."""
+
+
+class MissingExtraError(AcrobatError, ImportError):
+    """An optional part of acrobat needs packages of an extra that is not installed.
+
+    It is also an ``ImportError``, so ``import acrobat.viz`` fails the way a missing module does.
+    """
