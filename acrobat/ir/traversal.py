@@ -138,9 +138,3 @@ def bound_vars(e: Expr) -> list[Var]:
             for c in x.clauses:
                 out.extend(pattern_vars(c.pattern))
     return out
-
-
-def free_vars(e: Expr) -> set[str]:
-    """Names of variables used in ``e`` but not bound inside it."""
-    used = {x.name for x in walk(e) if isinstance(x, Var)}
-    return used - {v.name for v in bound_vars(e)}
