@@ -8,7 +8,7 @@ ADDRESS ?= localhost
 PYTEST_ARGS ?=
 SYSTEM_PACKAGES = graphviz chromium
 
-.PHONY: setup system-packages test lint explorer peers bench clean
+.PHONY: setup system-packages test lint explorer notebooks peers bench clean
 
 setup: system-packages $(VENV)/.installed
 
@@ -46,6 +46,10 @@ lint: $(VENV)/.installed
 
 explorer: setup
 	$(VENV)/bin/panel serve apps/explorer.py --port $(PORT) --address $(ADDRESS)
+
+# The lessons' one source is tutorials/NN_*.md; this regenerates notebooks/NN_*.ipynb from it.
+notebooks: $(VENV)/.installed
+	$(PY) scripts/lessons.py
 
 # Optional peers for the benchmark: PyTorch (a local CPU build) in the venv, and DyNet 2.1.2
 # built from its PyPI sdist into .dynet-venv by scripts/build_dynet.sh (6-9 minutes, needs root).
