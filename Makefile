@@ -8,7 +8,7 @@ ADDRESS ?= localhost
 PYTEST_ARGS ?=
 SYSTEM_PACKAGES = graphviz chromium
 
-.PHONY: setup system-packages test lint explorer peers bench clean
+.PHONY: setup system-packages test lint explorer notebooks peers bench clean
 
 setup: system-packages $(VENV)/.installed
 
@@ -27,8 +27,9 @@ $(PY):
 	python3 -m venv $(VENV)
 
 # The stamp makes a second `make test` install nothing unless pyproject.toml changed.
+# `viz` (the explorer and notebook widgets) is an extra for users; tests and the explorer need it.
 $(VENV)/.installed: pyproject.toml | $(PY)
-	$(PY) -m pip install -e '.[dev]'
+	$(PY) -m pip install -e '.[dev,viz]'
 	touch $@
 
 # pytest exits 5 when it collected nothing: say so loudly and fail rather than pass silently.
@@ -46,16 +47,18 @@ lint: $(VENV)/.installed
 explorer: setup
 	$(VENV)/bin/panel serve apps/explorer.py --port $(PORT) --address $(ADDRESS)
 
+# The lessons' one source is tutorials/NN_*.md; this regenerates notebooks/NN_*.ipynb from it.
+notebooks: $(VENV)/.installed
+	$(PY) scripts/lessons.py
+
 # Optional peers for the benchmark: PyTorch (a local CPU build) in the venv, and DyNet 2.1.2
-# built from its PyPI sdist into .dynet-venv (6-9 minutes; recipe in ../shared/peers).
+# built from its PyPI sdist into .dynet-venv by scripts/build_dynet.sh (6-9 minutes, needs root).
 peers: setup
 	$(PY) -m pip install torch==2.13.0
 	@if [ -x .dynet-venv/bin/python ] && .dynet-venv/bin/python -c "import dynet" 2>/dev/null; then \
 		echo "DyNet already built in .dynet-venv"; \
-	elif [ -f ../shared/peers/build_dynet.sh ]; then \
-		bash ../shared/peers/build_dynet.sh .dynet-venv .dynet-build; \
 	else \
-		echo "error: ../shared/peers/build_dynet.sh not found: cannot build DyNet" >&2; exit 1; \
+		bash scripts/build_dynet.sh .dynet-venv .dynet-build; \
 	fi
 
 # The paper's grid on this machine, then the report (CSV, markdown, HTML).

@@ -122,3 +122,10 @@ class IndexOutOfRange(Exception):
     def __init__(self, position: int, value: int, size: int):
         super().__init__(f"id {value} is outside the table of {size} rows")
         self.position, self.value, self.size = position, value, size
+
+
+class MissingExtraError(AcrobatError, ImportError):
+    """An optional part of acrobat needs packages of an extra that is not installed.
+
+    It is also an ``ImportError``, so ``import acrobat.viz`` fails the way a missing module does.
+    """

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# GPU check of the CuPy backend (issue #6), for a session that has an NVIDIA GPU.
+# GPU check of the CuPy backend, on a machine with an NVIDIA GPU and a working CUDA driver.
 # Run from anywhere; it works in the repository root:
-#   1. CuPy: use the one installed (the device image has cupy-cuda13x), else install the
-#      `gpu` extra (cupy-cuda12x; needs the package index);
+#   1. CuPy: use the one already installed (any cupy-cudaXXx wheel), else install the `gpu`
+#      extra (cupy-cuda12x; needs the package index);
 #   2. `pytest -m gpu`: the CuPy backend equals the NumPy backend on every model and policy;
 #   3. a first benchmark: TreeLSTM and BiRNN (small) at batch 8 and 64, backends numpy vs
 #      cupy, policies acrobat / dynet-depth / eager; one table on stdout.

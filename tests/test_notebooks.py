@@ -1,15 +1,18 @@
-"""Teaching material: every notebook executes, is stored stripped, and every tutorial runs.
+"""Teaching material: every notebook executes, is stored stripped, is what its tutorial
+generates (scripts/lessons.py), and every tutorial runs.
 
 ``notebooks/NN_*.ipynb`` are executed top to bottom with nbclient on a kernel that runs this
 interpreter (a kernelspec written to a temporary ``JUPYTER_PATH``, so a user-level ``python3``
 kernel pointing at another Python cannot take over); a cell that raises fails the test with the
 cell's source. ``tutorials/NN_*.md`` (same numbering, the text versions) have their ```python
 blocks run in order in one namespace per tutorial, in a temporary directory (they write figure
-files); a failing block fails the test naming the tutorial, the block and its line.
+files); a failing block fails the test naming the tutorial, the block and its line. Blocks
+inside a tutorial's ``<!-- notebook ... -->`` regions belong to the notebook only and are skipped.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import sys
@@ -26,6 +29,18 @@ TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.md"))
 CELL_TIMEOUT_S = 120
 KERNEL = "acrobat-tests"
 FENCE = re.compile(r"^```python\b[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+NOTEBOOK_ONLY = re.compile(r"^<!-- notebook[ \t]*\n.*?^-->[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def _lessons():
+    """scripts/lessons.py, the generator of the notebooks (a script, not a package module)."""
+    spec = importlib.util.spec_from_file_location("lessons", ROOT / "scripts" / "lessons.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+lessons = _lessons()
 
 
 def _name(path: Path) -> str:
@@ -48,6 +63,39 @@ def test_notebook_is_stored_stripped(path):
         if cell.cell_type == "code":
             assert cell.outputs == [], f"cell {n} has outputs: strip them"
             assert cell.execution_count is None, f"cell {n} has an execution count"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
+def test_notebook_is_generated_from_its_tutorial(path):
+    """Cell by cell, the stored notebook is what its tutorial generates."""
+    want = lessons.notebook_of(ROOT / "tutorials" / f"{path.stem}.md")
+    have = json.loads(path.read_text(encoding="utf-8"))
+    assert have["metadata"] == want["metadata"]
+    assert len(have["cells"]) == len(want["cells"]), "run scripts/lessons.py (make notebooks)"
+    for n, (h, w) in enumerate(zip(have["cells"], want["cells"])):
+        assert h == w, f"cell {n} differs from the tutorial: run scripts/lessons.py"
+    assert path.read_text(encoding="utf-8") == lessons.render(want), "run scripts/lessons.py"
+
+
+def test_lesson_marks():
+    text = (
+        "# T\n<!-- text -->\nfor readers\n```python\nwrite()\n```\n<!-- /text -->\n"
+        "intro, see [02](02_x.md)\n```python\nx = 1\n```\n## 2. Next\nmore\n"
+        "<!-- notebook\n```python\ninteract()\n```\n-->\n"
+        "<details><summary>Solution</summary>\n\n```python\ny = 2\n```\n\n</details>\n"
+    )
+    cells = [(c["cell_type"], c["source"], c["metadata"]) for c in lessons.cells_of(text)]
+    assert cells == [
+        ("markdown", "# T", {}),
+        ("markdown", "intro, see [02](02_x.ipynb)", {}),
+        ("code", "x = 1", {}),
+        ("markdown", "## 2. Next\nmore", {}),
+        ("code", "interact()", {}),
+        ("code", "y = 2", {"jupyter": {"source_hidden": True}, "tags": ["solution"]}),
+    ]
+    assert [code for _, code in python_blocks(text)] == ["write()\n", "x = 1\n", "y = 2\n"]
+    with pytest.raises(lessons.LessonFormatError):
+        lessons.cells_of("<!-- text -->\nnever closed\n")
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +125,9 @@ def test_notebook_executes(path, tmp_path, kernel_dir, monkeypatch):
 
 
 def python_blocks(text: str) -> list[tuple[int, str]]:
-    """The ```python blocks of a markdown text with the line each one starts on."""
+    """The ```python blocks of a markdown text with the line each one starts on (the blocks of
+    notebook-only regions left out)."""
+    text = NOTEBOOK_ONLY.sub(lambda m: "\n" * m.group(0).count("\n"), text)  # keeps line numbers
     return [(text.count("\n", 0, m.start()) + 2, m.group(1)) for m in FENCE.finditer(text)]
 
 

@@ -1,4 +1,5 @@
-"""pyproject.toml and environment.yml must declare the same dependencies (base, gpu, dev)."""
+"""pyproject.toml and environment.yml declare the same dependencies (base, viz, gpu, dev); the
+base needs none of the GUI stack, which is the `viz` extra that the Makefile installs."""
 
 import re
 import tomllib
@@ -13,8 +14,9 @@ PYPI_TO_CONDA = {
 }
 # conda entries with no PyPI counterpart in pyproject.toml.
 CONDA_ONLY = {"python", "pip", "graphviz"}
-CHECKED_EXTRAS = ("gpu", "dev")
-ALL_EXTRAS = {"gpu", "dev", "peers"}
+CHECKED_EXTRAS = ("viz", "gpu", "dev")
+ALL_EXTRAS = {"viz", "gpu", "dev", "peers"}
+GUI_PACKAGES = {"panel", "bokeh", "param", "ipywidgets", "graphviz", "pygments"}
 REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*([<>=!~].*)?$")
 
 
@@ -92,3 +94,26 @@ def test_environment_header():
     assert env["name"] == "acrobat"
     assert env["channels"] == ["conda-forge"]
     assert "pip" in env["dependencies"], "the pip: section needs pip itself"
+
+
+def test_base_has_no_gui_stack():
+    project, _ = load()
+    base = {split_requirement(dep)[0] for dep in project["dependencies"]}
+    assert not base & GUI_PACKAGES, "GUI packages belong to the viz extra"
+    viz = {split_requirement(dep)[0] for dep in project["optional-dependencies"]["viz"]}
+    assert viz == GUI_PACKAGES
+
+
+def test_viz_names_what_its_extra_holds():
+    from acrobat.viz import VIZ_PACKAGES
+
+    project, _ = load()
+    viz = {split_requirement(dep)[0] for dep in project["optional-dependencies"]["viz"]}
+    assert set(VIZ_PACKAGES) == viz
+
+
+def test_make_installs_dev_and_viz():
+    """`make test` and `make explorer` go through the install stamp: it installs both extras."""
+    makefile = (ROOT / "Makefile").read_text()
+    installs = re.findall(r"pip install -e '\.\[([a-z,]+)\]'", makefile)
+    assert installs and all({"dev", "viz"} <= set(i.split(",")) for i in installs), installs

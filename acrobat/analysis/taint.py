@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from acrobat.analysis.callgraph import call_graph
 from acrobat.ir.nodes import (
     Const,
     Expr,
@@ -98,11 +99,6 @@ class AbstractEval:
             outs = [self.value(c.body) for c in e.clauses]
             return outs[0] if all(o == outs[0] for o in outs) else None
         return None
-
-    def context_of(self, args: tuple[Expr, ...]) -> Context:
-        return tuple(
-            self.value(a) if type(a) in (Var, ParamRef, TupleExpr, Proj) else None for a in args
-        )
 
 
 @dataclass(frozen=True)
@@ -255,8 +251,6 @@ def _control(m: Module, result: TaintResult) -> None:
             if isinstance(e, OpCall) and REGISTRY[e.op].reads_tensor_to_host:
                 direct.add(f.name)
     # a function needs a fiber if it reads tensors or calls one that does
-    from acrobat.analysis.callgraph import call_graph
-
     cg = call_graph(m)
     fibers = set(direct)
     changed = True

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from acrobat.bench import grid
 from acrobat.bench.harness import DEFAULT_RUNS, DEFAULT_WARMUP, run_acrobat
+from acrobat.bench.report import write_report
 from acrobat.passes.options import OPTIMIZATIONS
 from acrobat.runtime.schedule import policy_names
 
@@ -74,8 +75,6 @@ def main(argv: list[str] | None = None) -> int:
         for p in problems:
             print("PROBLEM:", p, file=sys.stderr)
         return 1 if problems else 0
-    from acrobat.bench.report import write_report
-
     paths = write_report([Path(p) for p in args.inputs], Path(args.out))
     for p in paths:
         print(p)

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import acrobat
+from acrobat.baselines.peers.runner import run_dynet, run_torch
 from acrobat.bench.harness import (
     bench_instances,
     finite,
@@ -78,8 +79,6 @@ def run_grid(kind: str, args) -> list[dict[str, Any]]:
 
 
 def _peer_row(kind: str, model: str, size: str, batch: int, runs: int, warmup: int):
-    from acrobat.baselines.peers.runner import run_dynet, run_torch
-
     spec = acrobat.models.load(model, size)
     xs = bench_instances(spec, batch, 0)
     row = (

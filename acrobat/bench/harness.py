@@ -17,8 +17,11 @@ from typing import Any
 import numpy as np
 
 import acrobat
+from acrobat.baselines.hand_batched import HAND_BATCHED
+from acrobat.baselines.reference import reference
 from acrobat.baselines.timing import checksum, summarize, timed
 from acrobat.models import data
+from acrobat.trace import KernelLaunched
 
 DEFAULT_RUNS = 7
 DEFAULT_WARMUP = 2
@@ -35,8 +38,6 @@ def bench_instances(spec, batch: int, seed: int) -> list:
 
 def executed_flops(prog, res) -> int:
     """FLOPs of the kernels the run executed (from the trace's launches)."""
-    from acrobat.trace import KernelLaunched
-
     return sum(prog.kernels[e.kernel].flops * e.size for e in res.trace.of(KernelLaunched))
 
 
@@ -107,13 +108,10 @@ def run_baseline(
     spec = acrobat.models.load(model, size)
     xs = bench_instances(spec, batch, seed)
     if kind == "eager-numpy":
-        from acrobat.baselines.reference import reference
 
         def fn():
             return [reference(model, spec.params, x, spec.sizes, "tensor") for x in xs]
     elif kind == "hand-batched":
-        from acrobat.baselines.hand_batched import HAND_BATCHED
-
         if model not in HAND_BATCHED:
             return None
 

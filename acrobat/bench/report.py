@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from collections import defaultdict
 from pathlib import Path
+
+from acrobat.errors import MissingExtraError
 
 COLUMNS = (
     "model",
@@ -84,11 +87,18 @@ def markdown(rows: list[dict]) -> str:
 
 def html(rows: list[dict]) -> str:
     """Bokeh plots: time per system, host-overhead breakdown, launches vs lower bound."""
-    from bokeh.embed import file_html
-    from bokeh.layouts import column
-    from bokeh.models import ColumnDataSource
-    from bokeh.plotting import figure
-    from bokeh.resources import INLINE
+    # Imported here: Bokeh belongs to the optional `viz` extra, the rest of the report does not.
+    try:
+        from bokeh.embed import file_html
+        from bokeh.layouts import column
+        from bokeh.models import ColumnDataSource
+        from bokeh.plotting import figure
+        from bokeh.resources import INLINE
+    except ImportError as e:
+        raise MissingExtraError(
+            "the HTML report draws its plots with Bokeh, which is not installed",
+            hint="pip install 'acrobat[viz]'",
+        ) from e
 
     acro = [r for r in rows if r.get("system") == "acrobat" and not r.get("disabled")]
     labels = [f"{r['model']}/{r['size']}/b{r['batch']}/{r['policy']}" for r in acro]
@@ -155,6 +165,7 @@ def html(rows: list[dict]) -> str:
 
 
 def write_report(inputs: list[Path], out: Path) -> list[Path]:
+    """CSV, markdown and (with the `viz` extra's Bokeh) HTML next to ``out``; the paths written."""
     rows = load_rows(inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
     csv_path = out.with_suffix(".csv")
@@ -165,6 +176,11 @@ def write_report(inputs: list[Path], out: Path) -> list[Path]:
             w.writerow(r)
     md_path = out.with_suffix(".md")
     md_path.write_text(markdown(rows))
+    try:
+        page = html(rows)
+    except MissingExtraError as e:
+        print(f"no HTML report: {e}", file=sys.stderr)
+        return [csv_path, md_path]
     html_path = out.with_suffix(".html")
-    html_path.write_text(html(rows))
+    html_path.write_text(page)
     return [csv_path, md_path, html_path]

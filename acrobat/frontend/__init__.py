@@ -71,7 +71,13 @@ from __future__ import annotations
 import ast
 import re
 
-from acrobat.errors import AcrobatNameError, AcrobatSyntaxError, Span
+from acrobat.errors import (
+    AcrobatError,
+    AcrobatNameError,
+    AcrobatSyntaxError,
+    AcrobatTypeError,
+    Span,
+)
 from acrobat.frontend.declarations import Declarations, read_declarations
 from acrobat.frontend.statements import FunctionLowerer, Signature
 from acrobat.ir.nodes import AdtDef, CtorDef, Function, Module, TupleExpr, Var
@@ -164,8 +170,6 @@ def _signature(decl: Declarations, fn: ast.FunctionDef) -> Signature:
     params = []
     for arg in a.args:
         if arg.annotation is None:
-            from acrobat.errors import AcrobatTypeError
-
             raise AcrobatTypeError(
                 f"parameter {arg.arg!r} of {fn.name} has no type annotation",
                 decl.span(arg),
@@ -173,8 +177,6 @@ def _signature(decl: Declarations, fn: ast.FunctionDef) -> Signature:
             )
         params.append((arg.arg, _typed(decl, arg.annotation)))
     if fn.returns is None:
-        from acrobat.errors import AcrobatTypeError
-
         raise AcrobatTypeError(
             f"function {fn.name} has no result annotation",
             sp,
@@ -185,8 +187,6 @@ def _signature(decl: Declarations, fn: ast.FunctionDef) -> Signature:
 
 
 def _typed(decl: Declarations, node: ast.expr):
-    from acrobat.errors import AcrobatError
-
     try:
         return decl.type_of(node)
     except AcrobatError as err:

@@ -65,7 +65,6 @@ class Interpreter:
     def __init__(self, module: Module, params: Mapping[str, np.ndarray]):
         self.m = module
         self.params = params
-        self._consts: dict[int, Any] = {}
 
     # -- atoms: evaluated in place, never through the trampoline ------------------------
     def atom(self, e: Expr, env: Env) -> Any:

@@ -28,7 +28,7 @@ from functools import cached_property
 from typing import Any
 
 from acrobat.errors import Span
-from acrobat.ir.types import AdtType, FuncType, TensorType, Type
+from acrobat.ir.types import FuncType, TensorType, Type
 
 
 def _ty():
@@ -348,11 +348,3 @@ class Module:
 
     def __str__(self) -> str:
         return self.pretty()
-
-
-def adt_of(module: Module, ctor: str) -> AdtDef:
-    return module.ctor_map[ctor][0]
-
-
-def ctor_type(module: Module, ctor: str, args: tuple[Type, ...]) -> AdtType:
-    return AdtType(adt_of(module, ctor).name, args)

@@ -151,11 +151,6 @@ def var_names(e: Expr) -> set[str]:
     return {x.name for x in walk(e) if isinstance(x, Var)}
 
 
-def free_vars(e: Expr) -> set[str]:
-    """Names of variables used in ``e`` but not bound inside it."""
-    return var_names(e) - {v.name for v in bound_vars(e)}
-
-
 def kernel_key(f: Function) -> tuple:
     """A structural key of a kernel, its variables renamed by position.
 

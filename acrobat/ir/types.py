@@ -115,11 +115,3 @@ def substitute(ty: Type, mapping: dict[str, Type]) -> Type:
             tuple(substitute(p, mapping) for p in ty.params), substitute(ty.ret, mapping)
         )
     return ty
-
-
-def is_tensor(ty: Type | None) -> bool:
-    return isinstance(ty, TensorType)
-
-
-def is_host(ty: Type | None) -> bool:
-    return isinstance(ty, ScalarType)

@@ -18,7 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from acrobat.baselines.reference import reference as numpy_reference
 from acrobat.errors import AcrobatNameError, InstanceError
+from acrobat.frontend import parse
+from acrobat.ir.evaluate import evaluate
 from acrobat.ir.nodes import Module
 from acrobat.ir.values import entry_args, init_params
 
@@ -89,8 +92,6 @@ def sizes(name: str, size: str) -> dict[str, int]:
 
 def parse_model(name: str, size: str = "small", decisions: str = "tensor") -> Module:
     """The typed IR module of a built-in model at one size."""
-    from acrobat.frontend import parse
-
     return parse(source(name, decisions), sizes=sizes(name, size), filename=f"{name}.py")
 
 
@@ -130,17 +131,13 @@ class ModelSpec:
 
     def evaluate(self, instance: Any) -> Any:
         """The reference interpreter's result for one instance."""
-        from acrobat.ir.evaluate import evaluate
-
         self.check([instance])
         return evaluate(self.module, instance, self.params)
 
     def reference(self, instance: Any) -> Any:
         """The independent plain-NumPy result for one instance (no IR involved)."""
-        from acrobat.baselines.reference import reference
-
         self.check([instance])
-        return reference(self.name, self.params, instance, self.sizes, self.decisions)
+        return numpy_reference(self.name, self.params, instance, self.sizes, self.decisions)
 
 
 def load(name: str, size: str = "small", decisions: str = "tensor", seed: int = 0) -> ModelSpec:

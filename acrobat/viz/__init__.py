@@ -12,3 +12,31 @@ facade in ``runner``, traces out) with no GUI imports; ``panels``, ``compile_pan
 one store, and ``apps/explorer.py`` only puts them in a template. ``widgets`` is the ipywidgets
 front end for notebooks over the same store and figure functions.
 """
+
+import importlib.util
+
+from acrobat.errors import MissingExtraError
+
+# The packages of the `viz` extra (pyproject.toml); the compiler and runtime need none of them.
+VIZ_PACKAGES = ("panel", "bokeh", "param", "ipywidgets", "graphviz", "pygments")
+
+
+def _missing(names: tuple[str, ...]) -> list[str]:
+    """The names that cannot be imported here (checked without importing them: Panel is slow)."""
+    missing = []
+    for name in names:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
+if _absent := _missing(VIZ_PACKAGES):
+    raise MissingExtraError(
+        f"acrobat.viz needs the optional GUI packages, and {', '.join(_absent)} "
+        f"{'is' if len(_absent) == 1 else 'are'} not installed",
+        hint="pip install 'acrobat[viz]' (or `make setup`, which installs every extra)",
+    )

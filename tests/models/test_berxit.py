@@ -5,13 +5,16 @@ import functools
 import numpy as np
 import pytest
 
-from acrobat import InstanceError, evaluate
-from acrobat.ir.parser import parse_module
-from acrobat.ir.printer import print_module
-from acrobat.ir.verify import verify
+from acrobat import evaluate
 from acrobat.models import berxit, load
+from tests.models.conftest import (
+    ATOL,
+    RTOL,
+    assert_bad_instance_named,
+    assert_close,
+    assert_ir_round_trips,
+)
 
-RTOL, ATOL = 1e-5, 1e-6  # float32 tolerance: both sides compute in float32
 C, LAYERS = 2, 6
 
 
@@ -24,8 +27,7 @@ def spec(size, mode="tensor"):
 def assert_matches_reference(s, x):
     (got, n), (want, m) = s.evaluate(x), s.reference(x)
     assert n == m and 1 <= n <= LAYERS
-    assert got.shape == (C,) and got.dtype == np.float32
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert_close(got, want, (C,))
     return n
 
 
@@ -86,9 +88,7 @@ def test_tensor_exit_agrees_with_random_mode_at_the_same_layer():
 
 
 def test_random_mode_verifies_and_round_trips():
-    m = spec("tiny", "random").module
-    verify(m)
-    assert parse_module(print_module(m)) == m
+    assert_ir_round_trips(spec("tiny", "random").module)
 
 
 def test_source_is_the_full_program():
@@ -130,8 +130,4 @@ GOOD = np.zeros((S, D), np.float32)
     ],
 )
 def test_bad_instance_is_named_by_index(mode, bad):
-    s = spec("tiny", mode)
-    good = s.instances(2, seed=0)
-    with pytest.raises(InstanceError) as err:
-        s.check([*good, bad])
-    assert err.value.index == 2
+    assert_bad_instance_named(spec("tiny", mode), bad)

@@ -4,25 +4,19 @@ import numpy as np
 import pytest
 
 from acrobat import AdtValue as V
-from acrobat import InstanceError, evaluate, from_list, to_list
+from acrobat import evaluate, from_list, to_list
 from acrobat.models import load
+from tests.models.conftest import ATOL, RTOL, assert_bad_instance_named, assert_close
 
-RTOL, ATOL = 1e-5, 1e-6  # float32 tolerance: both sides compute in float32, in different orders
-SIZES = ["tiny", "small", pytest.param("large", marks=pytest.mark.slow)]
+MODEL = "birnn"
 C = 16
-
-
-@pytest.fixture(scope="module", params=SIZES)
-def spec(request):
-    return load("birnn", request.param)
 
 
 def assert_matches_reference(spec, x):
     got, want = to_list(spec.evaluate(x)), to_list(spec.reference(x))
     assert len(got) == len(want) == len(to_list(x))
     for g, w in zip(got, want, strict=True):
-        assert g.shape == (C,) and g.dtype == np.float32
-        np.testing.assert_allclose(g, w, rtol=RTOL, atol=ATOL)
+        assert_close(g, w, (C,))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -75,8 +69,4 @@ def test_reversed_input_with_swapped_directions_gives_reversed_logits():
     ],
 )
 def test_bad_instance_is_named_by_index(bad):
-    spec = load("birnn", "tiny")
-    good = spec.instances(2, seed=0)
-    with pytest.raises(InstanceError) as err:
-        spec.check([*good, bad])
-    assert err.value.index == 2
+    assert_bad_instance_named(load("birnn", "tiny"), bad)

@@ -4,10 +4,8 @@ import pytest
 
 import acrobat
 from acrobat import AcrobatNameError, InstanceError, values_equal
-from acrobat.ir.parser import parse_module
-from acrobat.ir.printer import print_module
-from acrobat.ir.verify import verify
 from acrobat.models import MODEL_NAMES, VARIANTS, catalog, load
+from tests.models.conftest import assert_ir_round_trips
 
 PAPER_MODELS = ("treelstm", "mvrnn", "birnn", "nestedrnn", "drnn", "berxit", "stackrnn")
 ALL = PAPER_MODELS + ("treelstm_childsum",)
@@ -65,5 +63,4 @@ def test_instances_are_seeded(spec):
 
 
 def test_module_verifies_and_round_trips_through_text(spec):
-    verify(spec.module)
-    assert parse_module(print_module(spec.module)) == spec.module
+    assert_ir_round_trips(spec.module)

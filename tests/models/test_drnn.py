@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 
-from acrobat import InstanceError
 from acrobat.baselines.reference.drnn import generate
-from acrobat.ir.parser import parse_module
-from acrobat.ir.printer import print_module
-from acrobat.ir.verify import verify
 from acrobat.models import load
+from tests.models.conftest import (
+    SIZES,
+    assert_bad_instance_named,
+    assert_close,
+    assert_ir_round_trips,
+)
 
-RTOL, ATOL = 1e-5, 1e-6  # float32 tolerance: both sides compute in float32
-SIZES = ["tiny", "small", pytest.param("large", marks=pytest.mark.slow)]
 MODES = ["tensor", "random"]
 MAX_NODES = 1 + 3 + 9 + 27  # MAX_DEPTH 4, MAX_WIDTH 3
 
@@ -19,8 +19,7 @@ MAX_NODES = 1 + 3 + 9 + 27  # MAX_DEPTH 4, MAX_WIDTH 3
 def assert_matches_reference(spec, x):
     (got, n), (want, m) = spec.evaluate(x), spec.reference(x)
     assert n == m and 1 <= n <= MAX_NODES
-    assert got.shape == (spec.sizes["H"],) and got.dtype == np.float32
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert_close(got, want, (spec.sizes["H"],))
     return n
 
 
@@ -79,8 +78,7 @@ def test_both_modes_share_weights_and_verify():
     t, r = load("drnn", "tiny", "tensor"), load("drnn", "tiny", "random")
     assert t.params.keys() == r.params.keys()
     assert all(np.array_equal(t.params[k], r.params[k]) for k in t.params)
-    verify(r.module)
-    assert parse_module(print_module(r.module)) == r.module
+    assert_ir_round_trips(r.module)
 
 
 H = 8
@@ -100,8 +98,4 @@ GOOD = np.zeros(H, np.float32)
     ],
 )
 def test_bad_instance_is_named_by_index(mode, bad):
-    spec = load("drnn", "tiny", mode)
-    good = spec.instances(2, seed=0)
-    with pytest.raises(InstanceError) as err:
-        spec.check([*good, bad])
-    assert err.value.index == 2
+    assert_bad_instance_named(load("drnn", "tiny", mode), bad)

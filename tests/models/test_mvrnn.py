@@ -4,49 +4,37 @@ import numpy as np
 import pytest
 
 from acrobat import AdtValue as V
-from acrobat import InstanceError
 from acrobat.models import data, load, mvrnn
+from tests.models.conftest import assert_bad_instance_named, assert_state_matches_reference
 
-RTOL, ATOL = 1e-5, 1e-6  # float32 tolerance: both sides compute in float32, in different orders
-SIZES = ["tiny", "small", pytest.param("large", marks=pytest.mark.slow)]
-
-
-@pytest.fixture(scope="module", params=SIZES)
-def spec(request):
-    return load("mvrnn", request.param)
-
-
-def assert_matches_reference(spec, x):
-    y = spec.evaluate(x)
-    assert y.shape == (spec.sizes["H"],) and y.dtype == np.float32
-    np.testing.assert_allclose(y, spec.reference(x), rtol=RTOL, atol=ATOL)
+MODEL = "mvrnn"
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_sst_batch_matches_reference(spec, seed):
     for x in spec.instances(4, seed):
-        assert_matches_reference(spec, x)
+        assert_state_matches_reference(spec, x)
 
 
 def test_one_leaf_returns_its_word_vector(spec):
     x = V("Leaf", (7,))
-    assert_matches_reference(spec, x)
+    assert_state_matches_reference(spec, x)
     np.testing.assert_array_equal(spec.evaluate(x), spec.params["E"][7])
 
 
 def test_complete_tree_of_height_4(spec):
-    assert_matches_reference(spec, data.complete_tree(4, lambda i: (3 * i) % spec.sizes["V"]))
+    assert_state_matches_reference(spec, data.complete_tree(4, lambda i: (3 * i) % spec.sizes["V"]))
 
 
 def test_deep_degenerate_tree_at_tiny():
     spec = load("mvrnn", "tiny")
-    assert_matches_reference(spec, data.degenerate_tree(500, lambda i: i % spec.sizes["V"]))
+    assert_state_matches_reference(spec, data.degenerate_tree(500, lambda i: i % spec.sizes["V"]))
 
 
 def test_other_weight_seed_matches_reference():
     spec = load("mvrnn", "tiny", seed=5)
     for x in spec.instances(3, seed=9):
-        assert_matches_reference(spec, x)
+        assert_state_matches_reference(spec, x)
 
 
 def test_word_matrices_start_near_identity(spec):
@@ -69,8 +57,4 @@ def test_word_matrices_start_near_identity(spec):
     ],
 )
 def test_bad_instance_is_named_by_index(bad):
-    spec = load("mvrnn", "tiny")
-    good = spec.instances(2, seed=0)
-    with pytest.raises(InstanceError) as err:
-        spec.check([*good, bad])
-    assert err.value.index == 2
+    assert_bad_instance_named(load("mvrnn", "tiny"), bad)

@@ -3,16 +3,11 @@
 import numpy as np
 import pytest
 
-from acrobat import InstanceError, from_list, to_list
+from acrobat import from_list, to_list
 from acrobat.models import load
+from tests.models.conftest import assert_bad_instance_named, assert_state_matches_reference
 
-RTOL, ATOL = 1e-5, 1e-6  # float32 tolerance: both sides compute in float32, in different orders
-SIZES = ["tiny", "small", pytest.param("large", marks=pytest.mark.slow)]
-
-
-@pytest.fixture(scope="module", params=SIZES)
-def spec(request):
-    return load("nestedrnn", request.param)
+MODEL = "nestedrnn"
 
 
 def graph(nodes):
@@ -25,16 +20,10 @@ def to_py(x):
     return [to_list(e) for e in to_list(x)]
 
 
-def assert_matches_reference(spec, x):
-    y = spec.evaluate(x)
-    assert y.shape == (spec.sizes["H"],) and y.dtype == np.float32
-    np.testing.assert_allclose(y, spec.reference(x), rtol=RTOL, atol=ATOL)
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_random_graphs_match_reference(spec, seed):
     for x in spec.instances(4, seed):
-        assert_matches_reference(spec, x)
+        assert_state_matches_reference(spec, x)
 
 
 @pytest.mark.parametrize(
@@ -43,7 +32,7 @@ def test_random_graphs_match_reference(spec, seed):
     ids=["one-edge", "one-node-no-edges", "no-edges", "mixed", "long-inner"],
 )
 def test_small_and_empty_inner_lists(spec, nodes):
-    assert_matches_reference(spec, graph(nodes))
+    assert_state_matches_reference(spec, graph(nodes))
 
 
 def test_graph_without_nodes_returns_the_zero_state(spec):
@@ -54,7 +43,7 @@ def test_graph_without_nodes_returns_the_zero_state(spec):
 
 def test_long_outer_list_at_tiny():
     spec = load("nestedrnn", "tiny")
-    assert_matches_reference(spec, graph([[k % 50] * (k % 4) for k in range(300)]))
+    assert_state_matches_reference(spec, graph([[k % 50] * (k % 4) for k in range(300)]))
 
 
 def test_default_counts_cover_the_documented_ranges():
@@ -77,8 +66,4 @@ def test_default_counts_cover_the_documented_ranges():
     ],
 )
 def test_bad_instance_is_named_by_index(bad):
-    spec = load("nestedrnn", "tiny")
-    good = spec.instances(2, seed=0)
-    with pytest.raises(InstanceError) as err:
-        spec.check([*good, bad])
-    assert err.value.index == 2
+    assert_bad_instance_named(load("nestedrnn", "tiny"), bad)

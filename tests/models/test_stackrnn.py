@@ -5,22 +5,24 @@ import numpy as np
 import pytest
 
 from acrobat import AdtValue as V
-from acrobat import InstanceError, from_list, to_list
+from acrobat import from_list, to_list
 from acrobat.baselines.reference.stackrnn import parse
-from acrobat.ir.parser import parse_module
-from acrobat.ir.printer import print_module
-from acrobat.ir.verify import verify
 from acrobat.models import data, load
+from tests.models.conftest import (
+    ATOL,
+    RTOL,
+    SIZES,
+    assert_bad_instance_named,
+    assert_close,
+    assert_ir_round_trips,
+)
 
-RTOL, ATOL = 1e-5, 1e-6  # float32 tolerance: both sides compute in float32
-SIZES = ["tiny", "small", pytest.param("large", marks=pytest.mark.slow)]
 SHIFT, REDUCE = 0, 1
 
 
 def assert_matches_reference(spec, x):
     got, want = spec.evaluate(x), spec.reference(x)
-    assert got.shape == (spec.sizes["H"],) and got.dtype == np.float32
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert_close(got, want, (spec.sizes["H"],))
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -100,8 +102,7 @@ def test_open_choices_are_split_between_shift_and_reduce():
 def test_both_modes_share_weights_and_verify():
     t, r = load("stackrnn", "tiny", "tensor"), load("stackrnn", "tiny", "random")
     assert all(np.array_equal(t.params[k], r.params[k]) for k in t.params)
-    verify(r.module)
-    assert parse_module(print_module(r.module)) == r.module
+    assert_ir_round_trips(r.module)
 
 
 OK = from_list([1, 2])
@@ -127,8 +128,4 @@ OK_T = from_list([SHIFT, SHIFT, REDUCE])
     ],
 )
 def test_bad_instance_is_named_by_index(mode, bad):
-    spec = load("stackrnn", "tiny", mode)
-    good = spec.instances(2, seed=0)
-    with pytest.raises(InstanceError) as err:
-        spec.check([*good, bad])
-    assert err.value.index == 2
+    assert_bad_instance_named(load("stackrnn", "tiny", mode), bad)

@@ -4,16 +4,16 @@ import numpy as np
 import pytest
 
 from acrobat import AdtValue as V
-from acrobat import InstanceError, from_list, to_list
+from acrobat import from_list, to_list
 from acrobat.models import data, load
+from tests.models.conftest import (
+    ATOL,
+    RTOL,
+    assert_bad_instance_named,
+    assert_state_matches_reference,
+)
 
-RTOL, ATOL = 1e-5, 1e-6  # float32 tolerance: both sides compute in float32, in different orders
-SIZES = ["tiny", "small", pytest.param("large", marks=pytest.mark.slow)]
-
-
-@pytest.fixture(scope="module", params=SIZES)
-def spec(request):
-    return load("treelstm_childsum", request.param)
+MODEL = "treelstm_childsum"
 
 
 def node(word, *children):
@@ -36,16 +36,10 @@ def complete(height, arity):
     return level[0]
 
 
-def assert_matches_reference(spec, x):
-    y = spec.evaluate(x)
-    assert y.shape == (spec.sizes["H"],) and y.dtype == np.float32
-    np.testing.assert_allclose(y, spec.reference(x), rtol=RTOL, atol=ATOL)
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_random_nary_batch_matches_reference(spec, seed):
     for x in spec.instances(4, seed):
-        assert_matches_reference(spec, x)
+        assert_state_matches_reference(spec, x)
 
 
 @pytest.mark.parametrize(
@@ -54,12 +48,12 @@ def test_random_nary_batch_matches_reference(spec, seed):
     ids=["one-node", "one-child", "four-children", "complete-3-ary"],
 )
 def test_small_shapes(spec, tree):
-    assert_matches_reference(spec, tree)
+    assert_state_matches_reference(spec, tree)
 
 
 def test_thousand_deep_chain_at_tiny():
     spec = load("treelstm_childsum", "tiny")
-    assert_matches_reference(spec, chain(1000, spec.sizes["V"]))
+    assert_state_matches_reference(spec, chain(1000, spec.sizes["V"]))
 
 
 def test_child_order_does_not_matter():
@@ -92,8 +86,4 @@ def test_default_trees_have_one_to_four_children():
     ],
 )
 def test_bad_instance_is_named_by_index(bad):
-    spec = load("treelstm_childsum", "tiny")
-    good = spec.instances(2, seed=0)
-    with pytest.raises(InstanceError) as err:
-        spec.check([*good, bad])
-    assert err.value.index == 2
+    assert_bad_instance_named(load("treelstm_childsum", "tiny"), bad)

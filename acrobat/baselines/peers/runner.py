@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from acrobat.baselines.peers import torch_peer
+from acrobat.baselines.timing import summarize, timed
 from acrobat.ir.values import to_list
 
 STRATEGIES = {"off": 0, "agenda": 1, "depth": 2}
@@ -85,9 +87,6 @@ def run_dynet(
 
 
 def run_torch(model: str, params: dict, instances: list, runs: int, warmup: int) -> dict[str, Any]:
-    from acrobat.baselines.peers import torch_peer
-    from acrobat.baselines.timing import summarize, timed
-
     base = {"system": "torch-eager", "model": model, "policy": "-"}
     why = torch_peer.available()
     if why:
