@@ -144,7 +144,7 @@ def count_sites(m: Module) -> dict[str, int]:
     return {"kernels": sum(1 for f in m.functions if f.is_kernel), "call_sites": sites}
 
 
-def compile(  # noqa: A001 - the facade name of DESIGN.md §9
+def compile(  # noqa: A001 - the public facade's name
     module: Module,
     params: dict[str, np.ndarray],
     options: CompileOptions | None = None,

@@ -1,4 +1,4 @@
-"""Static depths for hoisting (PAPER.md optimization 5), by abstract interpretation.
+"""Static depths for hoisting (docs/paper.md §5), by abstract interpretation.
 
 Every value gets an abstract *depth*: the DFG level after which it is available, or
 TOP (``None``) when it depends on recursion and so has no fixed level. Inputs, weights

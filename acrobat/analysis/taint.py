@@ -1,6 +1,6 @@
 """Taint analyses: model-parameter taint (MPTA), instance taint, tensor-dependent control.
 
-**Model-parameter taint** (PAPER.md optimization 1). An abstract value is ``None`` (not a
+**Model-parameter taint** (docs/paper.md §1). An abstract value is ``None`` (not a
 weight), a weight name, or a tuple of abstract values (weights passed inside a tuple).
 Analysis is context-sensitive: a function is analysed once per distinct *context* — the
 tuple of abstract values of its parameters at a call site — starting from the entry with

@@ -1,7 +1,7 @@
 """CUDA C for a kernel: the GPU twin of :mod:`acrobat.codegen.numpy_kernels`.
 
 A kernel's body is per instance; on the GPU it runs as a short *plan* of steps, each one
-for the whole batch (PAPER.md optimizations 9-11):
+for the whole batch (docs/paper.md §9-§11):
 
 * ``Launch`` (elementwise): ONE generated ``extern "C" __global__`` function computes
   every element of a set of values. Elementwise and broadcasting ops become C

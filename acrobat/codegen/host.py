@@ -5,7 +5,7 @@ real host values (ADT values, ints) and, at every kernel call, *records* a DFG n
 instead of computing: it appends ``(key, out, instance, *args)`` to the kernel's record
 list, where ``out`` is the first of the node's fresh output value ids (tensor handles)
 and ``key = phase * STRIDE + depth`` orders the schedule. Depth is threaded inline
-(PAPER.md optimization 4): every function takes ``d`` and returns ``(result, d)``; a
+(docs/paper.md §4): every function takes ``d`` and returns ``(result, d)``; a
 dynamic kernel call records at ``d`` then increments it; a hoisted call records at its
 static depth within the current phase; ``parallel``/``map`` children start at the same
 ``d`` and the parent continues from their max; ghost ops add to ``d``; ``phase()``

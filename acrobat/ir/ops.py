@@ -812,7 +812,7 @@ register("h.not", 1, OpKind.HOST, lambda a: not a, doc="host not")(_host_bool("h
     flops=no_flops,
 )
 def _ghost_rule(ts, attrs):
-    """Ghost operators (PAPER.md optimization 6) only advance the dynamic depth."""
+    """Ghost operators (docs/paper.md §6) only advance the dynamic depth."""
     n = attrs["count"]
     if not isinstance(n, int) or n < 1:
         raise AcrobatTypeError(f"ghost: count must be a positive int, got {n!r}")

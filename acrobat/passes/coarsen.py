@@ -1,4 +1,4 @@
-"""CoarsenGrains: one DFG node per straight-line run of kernels (PAPER.md optimization 3).
+"""CoarsenGrains: one DFG node per straight-line run of kernels (docs/paper.md §3).
 
 Pattern: consecutive kernel calls in a block, with only projections, tuples and host
 arithmetic between them — e.g. the embedding and the gate kernel of a TreeLSTM leaf, or

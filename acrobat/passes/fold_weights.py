@@ -7,7 +7,7 @@ the op with the reference op implementations on the weights given to ``compile``
 the result as a new derived weight ``_fold<k>`` (``ctx.params`` gets its value), and
 replace the binding's value by ``$_fold<k>``. Ops with no weight operand at all
 (``zeros(H)``) are left alone: they are cheap and folding them would turn an ordinary
-value into a weight. (PAPER.md optimization 1: "ops that depend only on weights stay
+value into a weight. (docs/paper.md §1: "ops that depend only on weights stay
 unbatched".)
 
 Reads the weights in ``ctx.params``. Same results (same op implementations).

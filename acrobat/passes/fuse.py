@@ -1,4 +1,4 @@
-"""FuseOps: group tensor ops into kernels (PAPER.md optimization 2, vertical fusion).
+"""FuseOps: group tensor ops into kernels (docs/paper.md §2, vertical fusion).
 
 Pattern: in each straight-line block, runs of tensor ops connected by dataflow, e.g.
 ``dense -> split -> sigmoid/tanh -> mul -> add``. Rules, by op kind: an *opaque* op

@@ -1,4 +1,4 @@
-"""AddGhostOps: pad cheaper branches with depth-only no-ops (PAPER.md optimization 6).
+"""AddGhostOps: pad cheaper branches with depth-only no-ops (docs/paper.md §6).
 
 Pattern: an ``if``/``match`` whose branches all take a fixed number of dynamic-depth
 steps (see :mod:`acrobat.analysis.branch_costs`) but different numbers, e.g. a SHIFT

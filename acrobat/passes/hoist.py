@@ -4,7 +4,7 @@ Runs :func:`acrobat.analysis.depth.static_depths` at kernel granularity and writ
 static site's run depth into its ``KernelCall.depth`` (printed ``hoist(d) @k(...)``). At
 run time such a call is recorded at level ``d`` whatever the instance's dynamic depth,
 so e.g. all leaf computations of all trees of a batch run in the first buckets
-(PAPER.md optimization 5; the artifact's ``HoistNonSequentialOps``). Dynamic code starts
+(docs/paper.md §5; the artifact's ``HoistNonSequentialOps``). Dynamic code starts
 after the deepest hoisted level.
 
 Writes ``ctx.facts.depth``. Same results (depths only schedule).

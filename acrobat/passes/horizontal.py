@@ -1,4 +1,4 @@
-"""BatchHorizontally: merge independent dense ops on one input (PAPER.md optimization 2).
+"""BatchHorizontally: merge independent dense ops on one input (docs/paper.md §2).
 
 Pattern: in a straight-line block, two or more independent ``dense(x, $W_i[, $b_i])``
 with the SAME input ``x`` and weights of the same input width — the gate projections of

@@ -19,7 +19,7 @@ OPTIMIZATIONS = (
 
 @dataclass(frozen=True)
 class CompileOptions:
-    """Switches for ACRoBat's optimizations (PAPER.md "The optimizations").
+    """Switches for ACRoBat's optimizations (docs/paper.md, "The optimizations").
 
     taint_specialization  clone functions per weight set; fold weight-only expressions
     fusion                fuse op chains into one kernel (by op kind)

@@ -1,4 +1,4 @@
-"""ValidatePhases: ``phase()`` only at the top level of the entry (PAPER.md optimization 7).
+"""ValidatePhases: ``phase()`` only at the top level of the entry (docs/paper.md §7).
 
 Checks that every ``phase()`` is a binding of the entry function's top-level block (not
 in a branch, a loop or another function) and raises :class:`AcrobatPhaseError` with the

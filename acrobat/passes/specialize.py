@@ -1,4 +1,4 @@
-"""SpecializeWeights: clone functions per weight set (PAPER.md optimization 1, MPTA).
+"""SpecializeWeights: clone functions per weight set (docs/paper.md §1).
 
 Pattern: a function whose parameter receives different weights at different call sites
 (a cell shared by a forward and a backward RNN, six encoder layers sharing one layer

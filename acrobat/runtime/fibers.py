@@ -1,4 +1,4 @@
-"""Fibers: concurrent instances for tensor-dependent control flow (PAPER.md 8).
+"""Fibers: concurrent instances for tensor-dependent control flow (docs/paper.md §8).
 
 Every instance runs as a fiber: a stack of host-program generators (a call of another
 fiber function pushes its generator, so nesting is a list, not C recursion). A fiber

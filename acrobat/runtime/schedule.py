@@ -1,7 +1,7 @@
 """Scheduling policies: pure functions from a DFG to an ordered list of batches.
 
 * ``acrobat`` — buckets by (phase, inline depth, kernel), in that order; no traversal,
-  the host program already computed every node's depth (PAPER.md optimization 4).
+  the host program already computed every node's depth (docs/paper.md §4).
 * ``dynet-depth`` — DyNet's depth-based batching: a traversal computes each node's depth
   (1 + the deepest producer), then nodes of equal depth and kernel form a batch.
 * ``dynet-agenda`` — DyNet's agenda heuristic: keep the ready nodes grouped by kernel and

@@ -1,6 +1,6 @@
 """The explorer's calls into the public facade: compile a module, run it, time both.
 
-Only ``import acrobat`` (the facade of DESIGN.md §9) is used, never runtime or pass internals;
+Only ``import acrobat`` (the public facade, `acrobat/__init__.py`) is used, never runtime or pass internals;
 what comes back to the views is traces. No GUI imports.
 """
 

@@ -1,4 +1,4 @@
-"""Fibers and phases (issue #5, item 5; PAPER.md optimizations 7 and 8).
+"""Fibers and phases (issue #5, item 5; docs/paper.md §7 and §8).
 
 Instances whose control flow reads tensor values run as fibers: each pass executes the
 pending DFG of every blocked instance at once, so a batch needs as many passes as its

@@ -1,4 +1,4 @@
-"""Hoisting at run time (issue #5, item 6; PAPER.md optimization 5).
+"""Hoisting at run time (issue #5, item 6; docs/paper.md §5).
 
 Kernels that do not depend on recursive results get a static depth, so the nodes of each
 such kernel, from every instance and every recursion level, form ONE batch among the
@@ -6,7 +6,7 @@ first batches of the run.
 
 In the binary TreeLSTM the leaves would batch together even without hoisting: nothing
 runs before ``parallel(cell(left), cell(right))``, so every leaf is recorded at the
-depth the recursion started with (DESIGN.md 6: parallel children start at the same
+depth the recursion started with (docs/paper.md §4: parallel children start at the same
 depth). The child-sum TreeLSTM embeds and projects each node's word *before* recursing
 into its children, so there hoisting is what batches those projections.
 """
