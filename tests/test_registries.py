@@ -143,3 +143,23 @@ def test_acrobat_backends_is_the_package_and_callable():
     assert package is acrobat.backends is importlib.import_module("acrobat.backends")
     assert again is get_backend and acrobat.backends.get_backend is get_backend
     assert acrobat.backends() == package.backends()
+
+
+def test_only_the_acrobat_policy_keys_its_levels_by_phase():
+    """The executor marks phase boundaries only for policies whose batch levels are record
+    keys (phase * STRIDE + depth): today only ``acrobat``."""
+    from acrobat.runtime.schedule import policy_info
+
+    keyed = {p.name for p in acrobat.policies() if p.keyed_levels}
+    assert keyed == {"acrobat"} and policy_info("acrobat").keyed_levels
+    with pytest.raises(AcrobatNameError, match="unknown policy"):
+        policy_info("no-such-policy")
+
+
+@pytest.mark.parametrize("policy", ["acrobat", "dynet-depth"])
+def test_phase_boundaries_follow_the_policy_flag(policy):
+    """BiRNN has a phase(): the acrobat schedule's trace marks it, others have no phases."""
+    xs, _ = batch("birnn", 3, 0)
+    res = acrobat.run(program("birnn"), xs, policy=policy, trace_level="batches")
+    marks = [e for e in res.trace.events if e.kind == "PhaseBoundary"]
+    assert bool(marks) == (policy == "acrobat")

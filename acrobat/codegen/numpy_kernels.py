@@ -22,6 +22,7 @@ import numpy as np
 from acrobat.codegen import ident, missing_rule
 from acrobat.errors import IndexOutOfRange
 from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
+from acrobat.ir.traversal import walk
 from acrobat.ir.types import FLOAT, TensorType, TupleType
 
 
@@ -371,8 +372,6 @@ class _KernelGen:
 
     def count_uses(self) -> None:
         """Uses of each variable in the body (outputs count as uses: never overwritten)."""
-        from acrobat.ir.traversal import walk
-
         self.uses: dict[str, int] = {}
         for x in walk(self.f.body):
             if isinstance(x, Var):

@@ -148,10 +148,6 @@ def unregister(name: str) -> None:
     REGISTRY.pop(name, None)
 
 
-def get_op(name: str) -> Op:
-    return REGISTRY[name]
-
-
 def op_flops(op: str, arg_types: list[Type], out: Type, attrs: dict[str, Any]) -> int:
     """FLOPs of one instance of ``op`` (multiply-add = 2), by the op's FLOP rule."""
     return REGISTRY[op].flops(arg_types, out, attrs)

@@ -65,7 +65,6 @@ class _Group:
     members: list[Binding]
     static: bool
     defined: set[str]
-    has_anchor: bool
 
 
 class FuseOps:
@@ -130,7 +129,7 @@ class FuseOps:
                 )
                 if not joins:
                     close(i)
-                    group = _Group([], is_static, set(), opaque)
+                    group = _Group([], is_static, set())
                 group.members.append(b)
                 group.defined.add(b.var.name)
             elif (

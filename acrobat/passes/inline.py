@@ -16,7 +16,19 @@ from __future__ import annotations
 import dataclasses
 
 from acrobat.analysis.callgraph import call_graph
-from acrobat.ir.nodes import Binding, Expr, FnCall, Function, Let, Module, Var
+from acrobat.ir.nodes import (
+    Binding,
+    Clause,
+    Expr,
+    FnCall,
+    Function,
+    Let,
+    Match,
+    Module,
+    PCtor,
+    PVar,
+    Var,
+)
 from acrobat.ir.traversal import bound_vars, post_order_map, walk
 from acrobat.passes.base import NameSupply, PassContext, Property, map_functions
 
@@ -35,8 +47,6 @@ def rename(body: Expr, mapping: dict[str, Expr]) -> Expr:
             bs = tuple(Binding(mapping.get(b.var.name, b.var), b.value) for b in e.bindings)
             return dataclasses.replace(e, bindings=bs)
         return e
-
-    from acrobat.ir.nodes import Clause, Match, PCtor, PVar
 
     def pat(p):
         if isinstance(p, PVar) and p.var.name in mapping:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, fields
+
+from acrobat.errors import AcrobatNameError
 
 OPTIMIZATIONS = (
     "taint_specialization",
@@ -49,11 +52,7 @@ class CompileOptions:
         known = {f.name for f in fields(self)}
         for n in names:
             if n not in OPTIMIZATIONS or n not in known:
-                from acrobat.errors import AcrobatNameError
-
                 raise AcrobatNameError(
                     f"unknown optimization {n!r}", hint=f"choose from {list(OPTIMIZATIONS)}"
                 )
-        import dataclasses
-
         return dataclasses.replace(self, **{n: False for n in names})

@@ -31,7 +31,7 @@ from acrobat.ir.nodes import (
     TupleExpr,
     Var,
 )
-from acrobat.ir.traversal import post_order_map
+from acrobat.ir.traversal import bound_vars, post_order_map
 from acrobat.passes.base import PassContext, Property, fresh_global
 
 
@@ -120,8 +120,6 @@ def _flat(a) -> list[str]:
 
 
 def _type_of_var(f: Function, name: str):
-    from acrobat.ir.traversal import bound_vars
-
     for v in bound_vars(f.body):
         if v.name == name:
             return v.ty

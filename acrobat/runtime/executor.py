@@ -18,7 +18,7 @@ from acrobat.errors import IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG, KernelInfo
-from acrobat.runtime.schedule import Schedule
+from acrobat.runtime.schedule import Schedule, policy_info
 from acrobat.trace import BatchFormed, KernelLaunched, PhaseBoundary, Trace
 
 
@@ -88,9 +88,10 @@ class Executor:
         # gather fusion: kernels get (arena buffer, rows) and write into the output blocks
         fused = self.backend.fused_gather and self.pool.zero_copy
         take_device_ms = self.backend.take_device_ms
+        phases = trace is not None and policy_info(sched.policy).keyed_levels
         for i, batch in enumerate(sched.batches):
             k = batch.kernel
-            if trace is not None and sched.policy == "acrobat":
+            if phases:
                 p = batch.level // STRIDE
                 if phase is not None and p != phase:
                     trace.emit(PhaseBoundary(int(p)))

@@ -53,10 +53,13 @@ PolicyFn = Callable[[DFG, bool], list[Batch]]
 
 @dataclass(frozen=True)
 class PolicyInfo:
-    """A registered scheduling policy: its name and what it does (first docstring line)."""
+    """A registered scheduling policy: its name, what it does (first docstring line), and
+    whether its batches' ``level`` is the record key ``phase * STRIDE + depth`` (then the
+    trace marks each phase boundary between batches)."""
 
     name: str
     doc: str
+    keyed_levels: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,11 +71,14 @@ class _Policy:
 _POLICIES: dict[str, _Policy] = {}
 
 
-def register_policy(name: str, *, doc: str | None = None) -> Callable[[PolicyFn], PolicyFn]:
+def register_policy(
+    name: str, *, doc: str | None = None, keyed_levels: bool = False
+) -> Callable[[PolicyFn], PolicyFn]:
     """Decorator: register ``fn(dfg, inline_depth) -> list[Batch]`` as policy ``name``.
 
     ``inline_depth`` is ``CompileOptions.inline_depth`` (a policy may ignore it); ``doc``
-    defaults to the first line of the function's docstring. The batches must form a valid
+    defaults to the first line of the function's docstring; ``keyed_levels``: the batches'
+    ``level`` is the record key ``phase * STRIDE + depth`` (see :class:`PolicyInfo`). The batches must form a valid
     schedule (each node once, after its producers; one kernel per batch)."""
 
     def add(fn: PolicyFn) -> PolicyFn:
@@ -82,7 +88,7 @@ def register_policy(name: str, *, doc: str | None = None) -> Callable[[PolicyFn]
                 hint="pick another name, or unregister_policy() the old one first",
             )
         text = doc if doc is not None else (fn.__doc__ or "").strip().split("\n")[0]
-        _POLICIES[name] = _Policy(PolicyInfo(name, text), fn)
+        _POLICIES[name] = _Policy(PolicyInfo(name, text, keyed_levels), fn)
         return fn
 
     return add
@@ -107,8 +113,17 @@ def policy_names() -> tuple[str, ...]:
 def get_policy(name: str) -> PolicyFn:
     """The function of policy ``name``; an unknown name is an :class:`AcrobatNameError`
     that lists the registered policies."""
+    return _policy(name).fn
+
+
+def policy_info(name: str) -> PolicyInfo:
+    """What :func:`policies` says about policy ``name`` (unknown: :class:`AcrobatNameError`)."""
+    return _policy(name).info
+
+
+def _policy(name: str) -> _Policy:
     try:
-        return _POLICIES[name].fn
+        return _POLICIES[name]
     except (KeyError, TypeError):
         raise AcrobatNameError(
             f"unknown policy {name!r}", hint=f"choose one of {policy_names()}"
@@ -236,7 +251,7 @@ def lower_bound(dfg: DFG) -> int:
 # The built-in policies, in their canonical order (the order ``policies()`` lists them).
 
 
-@register_policy("acrobat")
+@register_policy("acrobat", keyed_levels=True)
 def _acrobat(dfg: DFG, inline_depth: bool) -> list[Batch]:
     """Buckets by (phase, inline depth, kernel): no traversal, the host computed the depths."""
     return acrobat_schedule(dfg) if inline_depth else runtime_depth_schedule(dfg)
