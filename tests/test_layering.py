@@ -13,6 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "acrobat"
 FACADE = "facade"  # acrobat/__init__.py: `import acrobat`, `from acrobat import <name>`
 ORDER = [
     "errors",
+    "registry",  # the one name -> entry registry type (ops, policies, backends, views)
     "trace",
     "ir",
     "frontend",
@@ -31,8 +32,8 @@ ORDER = [
 # `models` sits beside `frontend` (sources + data) and may use baselines lazily for oracles;
 # `viz` reads only trace, ir and plain records, and drives compile and run through the facade.
 ALLOWED_EXTRA = {
-    "models": {"frontend", "ir", "errors", "baselines"},
-    "viz": {"trace", "ir", "errors", "frontend", "models", FACADE},
+    "models": {"frontend", "ir", "errors", "registry", "baselines"},
+    "viz": {"trace", "ir", "errors", "registry", "frontend", "models", FACADE},
 }
 
 

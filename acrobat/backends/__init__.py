@@ -26,6 +26,7 @@ from acrobat.backends.cupy_backend import CupyBackend, load_cupy
 from acrobat.backends.null_backend import NullBackend
 from acrobat.backends.numpy_backend import NumpyBackend
 from acrobat.errors import AcrobatNameError, BackendUnavailableError
+from acrobat.registry import Registry
 
 AUTO = "auto"  # a choice, not a backend: see get_backend
 AUTO_PREFERS = "cupy"  # what "auto" tries before falling back to FALLBACK
@@ -51,7 +52,7 @@ class _Backend:
     doc: str
 
 
-_BACKENDS: dict[str, _Backend] = {}
+_BACKENDS: Registry[_Backend] = Registry("backend")
 
 
 def _always() -> tuple[bool, str]:
@@ -70,18 +71,12 @@ def register_backend(
     ``(available, reason)`` without building it."""
     if name == AUTO:
         raise AcrobatNameError("'auto' is a choice among backends, not a backend name")
-    if name in _BACKENDS:
-        raise AcrobatNameError(
-            f"backend {name!r} is registered twice",
-            hint="pick another name, or unregister_backend() the old one first",
-        )
-    _BACKENDS[name] = _Backend(name, factory, check, doc)
+    _BACKENDS.add(name, _Backend(name, factory, check, doc))
 
 
 def unregister_backend(name: str) -> None:
     """Remove backend ``name`` (raises :class:`AcrobatNameError` if it is not registered)."""
-    _entry(name)
-    del _BACKENDS[name]
+    _BACKENDS.remove(name)
 
 
 def backends() -> tuple[BackendInfo, ...]:
@@ -99,12 +94,9 @@ def backend_choices() -> tuple[str, ...]:
 
 
 def _entry(name: str) -> _Backend:
-    try:
+    if name in _BACKENDS:
         return _BACKENDS[name]
-    except (KeyError, TypeError):
-        raise AcrobatNameError(
-            f"unknown backend {name!r}", hint=f"choose one of {backend_choices()}"
-        ) from None
+    raise AcrobatNameError(f"unknown backend {name!r}", hint=f"choose one of {backend_choices()}")
 
 
 class BackendFallbackWarning(UserWarning):

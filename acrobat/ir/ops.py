@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from acrobat.errors import AcrobatNameError, AcrobatShapeError, AcrobatTypeError
+from acrobat.errors import AcrobatShapeError, AcrobatTypeError
 from acrobat.ir.types import (
     BOOL,
     FLOAT,
@@ -32,6 +32,7 @@ from acrobat.ir.types import (
     TupleType,
     Type,
 )
+from acrobat.registry import Registry
 
 REQUIRED = object()
 """Marks an attribute without a default."""
@@ -107,7 +108,7 @@ class Op:
         return self.kind == OpKind.HOST_READ
 
 
-REGISTRY: dict[str, Op] = {}
+REGISTRY: Registry[Op] = Registry("op")
 
 
 def register(
@@ -129,14 +130,14 @@ def register(
     lo, hi = (arity, arity) if isinstance(arity, int) else arity
     kind = OpKind(kind)
     attrs = dict(attrs or {})
-    if name in REGISTRY:
-        raise AcrobatNameError(f"op {name!r} is already registered")
+    REGISTRY.check_free(name)
     if not set(positional) <= set(attrs):
         raise AcrobatTypeError(f"{name}: positional attributes {positional} are not all attributes")
 
     def deco(rule):
-        REGISTRY[name] = Op(
-            name, lo, hi, kind, rule, impl, attrs, doc, flops or per_element(1), positional
+        REGISTRY.add(
+            name,
+            Op(name, lo, hi, kind, rule, impl, attrs, doc, flops or per_element(1), positional),
         )
         return rule
 
@@ -630,26 +631,17 @@ def _create_rule(name):
     return rule
 
 
-register(
-    "zeros",
-    0,
-    OpKind.CREATE,
-    _filler(np.zeros),
-    {"shape": REQUIRED},
-    doc="zeros",
-    flops=no_flops,
-    positional=("shape",),
-)(_create_rule("zeros"))
-register(
-    "ones",
-    0,
-    OpKind.CREATE,
-    _filler(np.ones),
-    {"shape": REQUIRED},
-    doc="ones",
-    flops=no_flops,
-    positional=("shape",),
-)(_create_rule("ones"))
+for _name, _fill in (("zeros", np.zeros), ("ones", np.ones)):
+    register(
+        _name,
+        0,
+        OpKind.CREATE,
+        _filler(_fill),
+        {"shape": REQUIRED},
+        doc=_name,
+        flops=no_flops,
+        positional=("shape",),
+    )(_create_rule(_name))
 
 
 def _scalar(v):

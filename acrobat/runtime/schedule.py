@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from acrobat.codegen.records import KEY, STRIDE
-from acrobat.errors import AcrobatNameError
+from acrobat.registry import Registry
 from acrobat.runtime.dfg import DFG
 
 
@@ -68,7 +68,7 @@ class _Policy:
     fn: PolicyFn
 
 
-_POLICIES: dict[str, _Policy] = {}
+_POLICIES: Registry[_Policy] = Registry("policy")
 
 
 def register_policy(
@@ -78,17 +78,13 @@ def register_policy(
 
     ``inline_depth`` is ``CompileOptions.inline_depth`` (a policy may ignore it); ``doc``
     defaults to the first line of the function's docstring; ``keyed_levels``: the batches'
-    ``level`` is the record key ``phase * STRIDE + depth`` (see :class:`PolicyInfo`). The batches must form a valid
-    schedule (each node once, after its producers; one kernel per batch)."""
+    ``level`` is the record key ``phase * STRIDE + depth`` (see :class:`PolicyInfo`). The
+    batches must form a valid schedule (each node once, after its producers; one kernel per
+    batch)."""
 
     def add(fn: PolicyFn) -> PolicyFn:
-        if name in _POLICIES:
-            raise AcrobatNameError(
-                f"policy {name!r} is registered twice",
-                hint="pick another name, or unregister_policy() the old one first",
-            )
         text = doc if doc is not None else (fn.__doc__ or "").strip().split("\n")[0]
-        _POLICIES[name] = _Policy(PolicyInfo(name, text, keyed_levels), fn)
+        _POLICIES.add(name, _Policy(PolicyInfo(name, text, keyed_levels), fn))
         return fn
 
     return add
@@ -96,8 +92,7 @@ def register_policy(
 
 def unregister_policy(name: str) -> None:
     """Remove policy ``name`` (raises :class:`AcrobatNameError` if it is not registered)."""
-    get_policy(name)
-    del _POLICIES[name]
+    _POLICIES.remove(name)
 
 
 def policies() -> tuple[PolicyInfo, ...]:
@@ -107,27 +102,18 @@ def policies() -> tuple[PolicyInfo, ...]:
 
 def policy_names() -> tuple[str, ...]:
     """The names of :func:`policies`, in the same order."""
-    return tuple(_POLICIES)
+    return _POLICIES.names()
 
 
 def get_policy(name: str) -> PolicyFn:
     """The function of policy ``name``; an unknown name is an :class:`AcrobatNameError`
     that lists the registered policies."""
-    return _policy(name).fn
+    return _POLICIES.lookup(name).fn
 
 
 def policy_info(name: str) -> PolicyInfo:
     """What :func:`policies` says about policy ``name`` (unknown: :class:`AcrobatNameError`)."""
-    return _policy(name).info
-
-
-def _policy(name: str) -> _Policy:
-    try:
-        return _POLICIES[name]
-    except (KeyError, TypeError):
-        raise AcrobatNameError(
-            f"unknown policy {name!r}", hint=f"choose one of {policy_names()}"
-        ) from None
+    return _POLICIES.lookup(name).info
 
 
 def _groups(kernel: np.ndarray, local: np.ndarray, level: np.ndarray) -> list[Batch]:

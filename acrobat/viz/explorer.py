@@ -16,6 +16,7 @@ import panel as pn
 import param
 
 from acrobat.errors import AcrobatNameError
+from acrobat.registry import Registry
 from acrobat.viz.app_state import ExplorerState
 from acrobat.viz.compile_panels import PassesView, TaintView
 from acrobat.viz.lazy_view import LazyView
@@ -41,24 +42,22 @@ class ExplorerView:
     build: Callable[..., pn.viewable.Viewer]
 
 
-_VIEWS: dict[str, ExplorerView] = {}
+_VIEWS: Registry[ExplorerView] = Registry("explorer view")
 
 
 def register_view(name: str, title: str, build: Callable[..., pn.viewable.Viewer]) -> None:
     """Add a tab (after the ones registered so far) to every ``Explorer`` built from now on."""
-    if name in _VIEWS or any(v.title == title for v in _VIEWS.values()):
+    if any(v.title == title for v in _VIEWS.values()):
         raise AcrobatNameError(
-            f"explorer view {name!r} ({title!r}) is registered twice",
-            hint="pick another name and title, or unregister_view() the old one first",
+            f"explorer view title {title!r} is registered twice",
+            hint="pick another title, or unregister_view() the old view first",
         )
-    _VIEWS[name] = ExplorerView(name, title, build)
+    _VIEWS.add(name, ExplorerView(name, title, build))
 
 
 def unregister_view(name: str) -> None:
     """Remove the tab registered as ``name``."""
-    if name not in _VIEWS:
-        raise AcrobatNameError(f"unknown explorer view {name!r}", hint=f"one of {tuple(_VIEWS)}")
-    del _VIEWS[name]
+    _VIEWS.remove(name)
 
 
 def explorer_views() -> tuple[ExplorerView, ...]:
