@@ -25,6 +25,7 @@ import numpy as np
 
 from acrobat.analysis.taint import TaintResult, taint
 from acrobat.codegen.cuda_kernels import CudaPlan, plan_kernel
+from acrobat.codegen.direct import DirectProgram, generate_direct
 from acrobat.codegen.host import HostProgram, generate_host
 from acrobat.ir import ops
 from acrobat.ir.nodes import Binding, Function, KernelCall, Let, Module, OpCall, ParamRef
@@ -100,6 +101,8 @@ class CompiledProgram:
     phases: int
     host_program: HostProgram = field(repr=False)
     stats: dict[str, Any] = field(default_factory=dict)
+    # the direct strategy's program (kernels called at once, per instance: codegen.direct)
+    direct_program: DirectProgram | None = field(default=None, repr=False)
 
     @property
     def host_functions(self) -> list[Function]:
@@ -197,6 +200,7 @@ def compile(  # noqa: A001 - the public facade's name
         phases=ctx.facts.phases,
         host_program=host,
         stats=stats,
+        direct_program=generate_direct(out),
     )
 
 

@@ -339,8 +339,9 @@ def _fill(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[
 
 
 class _KernelGen:
-    def __init__(self, f: Function, weights: dict[str, np.ndarray]):
+    def __init__(self, f: Function, weights: dict[str, np.ndarray], use_workspace: bool = True):
         self.f = f
+        self.use_workspace = use_workspace
         self.ns = dict(HELPERS)
         self.weights = weights
         self.lines: list[str] = []
@@ -380,6 +381,8 @@ class _KernelGen:
 
     def slot(self, ty: TensorType) -> str:
         """``, out=<workspace view>`` for a batched result of type ``ty``."""
+        if not self.use_workspace:
+            return ""
         self.slots.append((tuple(ty.shape), ty.dtype))
         return f", out=_buf({len(self.slots) - 1}, B)"
 
@@ -493,9 +496,14 @@ class _KernelGen:
         return f"{code}.reshape({code}.shape[:1] + {pad} + {code}.shape[1:])"
 
 
-def compile_numpy_kernel(f: Function, weights: dict[str, np.ndarray]) -> NumpyKernel:
-    """Generate and compile the batched NumPy function of one kernel."""
-    gen = _KernelGen(f, weights)
+def compile_numpy_kernel(
+    f: Function, weights: dict[str, np.ndarray], reuse_workspace: bool = True
+) -> NumpyKernel:
+    """Generate and compile the batched NumPy function of one kernel. With
+    ``reuse_workspace`` its results may live in buffers the next call overwrites (the
+    executor copies them into arenas); without, NumPy allocates every result, so results
+    are arrays of their own (for callers that keep them, as the direct strategy does)."""
+    gen = _KernelGen(f, weights, reuse_workspace)
     source = gen.generate()
     ns = gen.ns
     ns["_buf"] = workspace(gen.slots)

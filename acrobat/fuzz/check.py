@@ -3,7 +3,8 @@
 For one program and one batch of instances, :func:`check_program` runs
 ``acrobat.evaluate`` on each instance, then ``acrobat.compile`` + ``acrobat.run`` for every
 policy, for the default options and for each optimization switched off, on the numpy
-backend (values) and the null backend (shapes and launch counts). The contract:
+backend (values) and the null backend (shapes and launch counts), and once more with the
+direct strategy (each instance straight through, no batching). The contract:
 
 * if every instance evaluates, every batched run succeeds with outputs equal to the
   reference within :data:`RTOL`/:data:`ATOL` (NaN equals NaN), and the null backend
@@ -113,10 +114,12 @@ def _compare(refs, res, where: str) -> Failure | None:
     return None
 
 
-def _run_one(prog, instances, refs, policy, backend, where) -> tuple[Any, Failure | None]:
+def _run_one(
+    prog, instances, refs, policy, backend, where, strategy="batched"
+) -> tuple[Any, Failure | None]:
     failing = {i for i, (status, _) in enumerate(refs) if status != "ok"}
     try:
-        res = acrobat.run(prog, instances, policy=policy, backend=backend, trace_level="off")
+        res = acrobat.run(prog, instances, policy, backend, trace_level="off", strategy=strategy)
     except InstanceError as err:
         if err.index in failing:
             return None, None
@@ -190,5 +193,12 @@ def check_program(
                 if stop_at_first:
                     result.seconds = time.perf_counter() - t0
                     return result
+        where = f"direct, {opt_name}"
+        _, fail = _run_one(prog, instances, refs, "acrobat", "numpy", where, "direct")
+        result.runs += 1
+        if fail is not None:
+            result.failures.append(fail)
+            if stop_at_first:
+                break
     result.seconds = time.perf_counter() - t0
     return result

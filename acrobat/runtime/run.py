@@ -29,9 +29,11 @@ from acrobat.errors import AcrobatNameError, InstanceError
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
+from acrobat.runtime.direct import DirectRunner
 from acrobat.runtime.executor import Executor
 from acrobat.runtime.fibers import HOST_FAILURES, Fiber, host_failure, run_fibers
 from acrobat.runtime.schedule import Schedule, get_policy, lower_bound, schedule
+from acrobat.runtime.strategy import StrategyChooser
 from acrobat.runtime.values import array_bytes, from_handles, has_tensor, to_handles
 from acrobat.trace import (
     HostProgramGenerated,
@@ -71,6 +73,13 @@ class RunStats(Mapping):
         instances: instances run.
         policy: the scheduling policy.
         backend: the backend that ran the kernels (``"numpy"`` when ``"auto"`` fell back).
+        strategy: ``"batched"`` or ``"direct"`` (each instance straight through, kernels
+            called at once; :mod:`acrobat.runtime.direct`). A direct run counts each kernel
+            call as a node and a launch (``mean_batch`` 1) and its whole program in
+            ``exe_ms``; it records no DFG (``gen_ms``, ``sched_ms``, ``host_ms``,
+            ``passes``, ``lower_bound`` are 0).
+        strategy_reason: why that strategy ran, in one sentence (what ``strategy="auto"``
+            measured, see :mod:`acrobat.runtime.strategy`, or that it was asked for).
     """
 
     gen_ms: float = 0.0
@@ -88,6 +97,8 @@ class RunStats(Mapping):
     instances: int = 0
     policy: str = ""
     backend: str = ""
+    strategy: str = "batched"
+    strategy_reason: str = ""
 
     def __getitem__(self, key: str) -> Any:
         if key not in _STAT_NAMES:
@@ -212,13 +223,28 @@ class Runtime:
         self.tensor_params = [has_tensor(m, p.ty) for p in m.main.params]
         self.tensor_inputs = any(self.tensor_params)
         self.tensor_output = has_tensor(m, m.main.ret)
+        self.direct_program = prog.direct_program  # the direct strategy's program
+        self.direct: DirectRunner | None = None  # made on the first direct run
+        self.chooser = StrategyChooser()
 
     def run(
-        self, instances: list, policy: str, trace_level: str, memory_limit: int | None
+        self,
+        instances: list,
+        policy: str,
+        trace_level: str,
+        memory_limit: int | None,
+        strategy: str = "auto",
     ) -> RunResult:
-        """Run ``instances``: the steps below, in order."""
+        """Run ``instances``: the steps below, in order (or the direct strategy's run)."""
         self.check_options(policy, trace_level)
+        # -- strategy: batched or direct (acrobat.runtime.strategy) --
+        how, why, group = self.chooser.choose(
+            strategy, policy, self.backend.name, trace_level, memory_limit, len(instances)
+        )
+        if how == "direct":
+            return self.run_direct(instances, policy, trace_level, why, group)
         st = _RunState(self, policy, trace_level)
+        st.stats.strategy_reason = why
         self.begin(st, memory_limit)
         old_limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(old_limit, 200_000))
@@ -230,7 +256,18 @@ class Runtime:
             sys.setrecursionlimit(old_limit)
         outputs = self.outputs(raw)
         self.finish(st, len(instances))
+        self.chooser.observe(group, "batched", st.stats.total_ms, st.stats.nodes)
         return RunResult(outputs, st.trace, st.stats)
+
+    def run_direct(self, instances: list, policy: str, trace_level: str, why: str, group):
+        """Run ``instances`` with the direct strategy (:mod:`acrobat.runtime.direct`)."""
+        if self.direct is None:
+            self.direct = DirectRunner(self)
+        stats = RunStats(policy=policy, backend=self.backend.name, strategy="direct")
+        stats.strategy_reason = why
+        outputs, trace = self.direct.run(instances, stats, trace_level)
+        self.chooser.observe(group, "direct", stats.total_ms, stats.nodes)
+        return RunResult(outputs, trace, stats)
 
     # -- the steps of a run --------------------------------------------------------------
     @staticmethod
@@ -437,15 +474,20 @@ def run(
     backend: str = "numpy",
     trace_level: str = "batches",
     memory_limit: int | None = None,
+    strategy: str = "auto",
 ) -> RunResult:
     """Run ``instances`` of a compiled program batched; outputs equal ``acrobat.evaluate``.
 
     ``policy``: "acrobat", "dynet-depth", "dynet-agenda" or "eager"; ``backend``: "numpy",
-    "null" (or "cupy"/"auto"); ``trace_level``: "off", "batches" or "nodes".
+    "null" (or "cupy"/"auto"); ``trace_level``: "off", "batches" or "nodes";
+    ``strategy``: "auto" (measure, then run the faster of the two per batch-size range:
+    :mod:`acrobat.runtime.strategy`), "batched" or "direct" (each instance straight
+    through, no batching); ``res.stats.strategy`` and ``.strategy_reason`` say which ran
+    and why.
     """
     instances = list(instances)
     runtime = prepare(prog, backend)
     try:
-        return runtime.run(instances, policy, trace_level, memory_limit)
+        return runtime.run(instances, policy, trace_level, memory_limit, strategy)
     except RecursionError:
         raise InstanceError("an instance is nested too deeply for the host program") from None

@@ -28,6 +28,8 @@ FIELDS = (
     "instances",
     "policy",
     "backend",
+    "strategy",
+    "strategy_reason",
 )
 
 

@@ -1,0 +1,164 @@
+"""The direct program: the host program's second flavour, which computes instead of recording.
+
+Generated from the same IR as the recording host program (:mod:`acrobat.codegen.host`),
+for the runtime's *direct* strategy: one instance at a time, every kernel call runs the
+compiled kernel at once for that instance (``B = 1``, tensors as ``[1, *shape]`` arrays in
+hand), with no records, no DFG, no schedule and no arenas. A tensor read
+(``item``/``argmax``) reads the array it holds, so no function needs to be a generator:
+fiber functions become plain functions. Depths, ghost ops and phases only order the
+batched schedule and are dropped. ``parallel``/``map`` calls run one after the other.
+
+The generated ``make(K0, K1, ..., np, AdtValue, to_list, from_list, WEIGHTS)`` takes the
+kernels as ``fn(B, *args) -> tuple of [B, ...] arrays`` whose results are their own
+(:func:`acrobat.codegen.numpy_kernels.compile_numpy_kernel` with ``reuse_workspace=False``)
+and returns ``(entry, calls)``: ``calls()`` is the number of kernel calls made so far (the
+DFG nodes the batched path would have recorded).
+
+Kernel arguments that are host values become one-element arrays as the batched path's
+records do: an int as int64 (each on a line of its own, listed in ``int_lines``, so that a
+value that does not fit is told apart from a host-arithmetic failure), a float as the bits
+of its float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from acrobat.codegen.host import _Gen, fn, v
+from acrobat.ir.nodes import (
+    Expr,
+    Function,
+    If,
+    KernelCall,
+    Let,
+    Map,
+    Match,
+    Module,
+    OpCall,
+    Parallel,
+    Phase,
+)
+from acrobat.ir.traversal import walk
+from acrobat.ir.types import FLOAT, TensorType, TupleType
+
+
+@dataclass(frozen=True)
+class DirectProgram:
+    """Generated source of the direct program and what the runtime needs to call it."""
+
+    source: str
+    kernels: tuple[str, ...]  # kernel names, index = K<k> argument of make
+    entry: str
+    weight_values: tuple[str, ...] = ()  # weights the program passes as values
+    int_lines: frozenset[int] = frozenset()  # source lines that convert a host int
+
+
+class _DirectGen(_Gen):
+    """The host generator with kernel calls that compute and plain (non-generator) calls."""
+
+    def __init__(self, m: Module, kernels: list[str]):
+        super().__init__(m, frozenset(), kernels, 0)
+        self.int_lines: set[int] = set()
+
+    def function(self, f: Function) -> None:
+        self.emit(1, f"def {fn(f.name)}({', '.join(v(p.name) for p in f.params)}):")
+        if any(isinstance(e, KernelCall) for e in walk(f.body)):
+            self.emit(2, "nonlocal nk")
+        self.is_fiber = False
+        self.tail(f.body, 2)
+
+    def tail(self, e: Expr, ind: int) -> None:
+        """Code that computes ``e`` and returns it."""
+        if isinstance(e, Let):
+            for b in e.bindings:
+                self.bind(v(b.var.name), b.value, ind)
+            self.tail(e.body, ind)
+        elif isinstance(e, If):
+            self.emit(ind, f"if {self.atom(e.cond)}:")
+            self.tail(e.then, ind + 1)
+            self.emit(ind, "else:")
+            self.tail(e.orelse, ind + 1)
+        elif isinstance(e, Match):
+            self.match(e, ind, None)
+        else:
+            r = self.fresh()
+            self.bind(r, e, ind)
+            self.emit(ind, f"return {r}")
+
+    def call(self, name: str, args: list[str], target: str, ind: int) -> None:
+        self.emit(ind, f"{target} = {fn(name)}({', '.join(args)})")
+
+    def bind(self, target: str, e: Expr, ind: int) -> None:
+        if isinstance(e, Phase):  # a barrier of the batched schedule only
+            self.emit(ind, f"{target} = ()")
+        else:
+            super().bind(target, e, ind)
+
+    def kernel_call(self, target: str, e: KernelCall, ind: int) -> None:
+        k = self.kid[e.kernel]
+        args = []
+        for a, p in zip(e.args, self.m.function_map[e.kernel].params):
+            x = self.atom(a)
+            if isinstance(p.ty, TensorType):
+                args.append(x)
+            elif p.ty == FLOAT:  # as the batched records carry it: the float64's bits
+                args.append(f"np.array(({x},), np.float64).view(np.int64)")
+            else:
+                t = self.fresh()
+                self.emit(ind, f"{t} = np.array(({x},), np.int64)")
+                self.int_lines.add(len(self.lines))  # 1-based number of the line above
+                args.append(t)
+        self.emit(ind, "nk += 1")
+        call = f"K{k}(1{''.join(', ' + a for a in args)})"
+        single = not isinstance(e.ty, TupleType)
+        self.emit(ind, f"{target} = {call}[0]" if single else f"{target} = {call}")
+
+    def op(self, target: str, e: OpCall, ind: int) -> None:
+        if e.op == "ghost":  # depth padding of the batched schedule only
+            self.emit(ind, f"{target} = ()")
+        elif e.op == "item":
+            self.emit(ind, f"{target} = float({self.atom(e.args[0])}.reshape(()))")
+        elif e.op == "argmax":
+            self.emit(ind, f"{target} = int({self.atom(e.args[0])}.argmax())")
+        else:
+            super().op(target, e, ind)
+
+    def parallel(self, target: str, e: Parallel, ind: int) -> None:
+        outs = []
+        for c in e.calls:
+            r = self.fresh()
+            self.call(c.fn, [self.atom(a) for a in c.args], r, ind)
+            outs.append(r)
+        self.emit(ind, f"{target} = ({''.join(o + ', ' for o in outs)})")
+
+    def map(self, target: str, e: Map, ind: int) -> None:
+        extra = "".join(", " + self.atom(a) for a in e.extra)
+        xs = self.atom(e.xs)
+        self.emit(ind, f"{target} = from_list([{fn(e.fn)}(x{extra}) for x in to_list({xs})])")
+
+
+def generate_direct(m: Module) -> DirectProgram:
+    """Python source of the direct program: ``make(K0, ..., np, AdtValue, to_list,
+    from_list, WEIGHTS)`` returns ``(entry, calls)``."""
+    kernels = [f.name for f in m.functions if f.is_kernel]
+    g = _DirectGen(m, kernels)
+    ks = "".join(f"K{i}, " for i in range(len(kernels)))
+    g.emit(0, f"def make({ks}np, AdtValue, to_list, from_list, WEIGHTS):")
+    g.emit(1, '"""Direct program; K<k>(1, *args) runs kernel k for one instance."""')
+    g.emit(1, "nk = 0")
+    for f in m.functions:
+        if not f.is_kernel:
+            g.function(f)
+    g.emit(1, "def calls():")
+    g.emit(2, "return nk")
+    g.emit(1, f"return {fn(m.entry)}, calls")
+    return DirectProgram(
+        "\n".join(g.lines) + "\n",
+        tuple(kernels),
+        m.entry,
+        tuple(sorted(g.weight_values)),
+        frozenset(g.int_lines),
+    )
+
+
+__all__ = ["DirectProgram", "generate_direct"]

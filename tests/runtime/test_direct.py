@@ -1,0 +1,279 @@
+"""The direct strategy (each instance straight through, kernels called at once) and the
+strategy switch: ``acrobat.run(..., strategy="auto" | "batched" | "direct")``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import acrobat
+from acrobat.models.data import degenerate_tree
+from acrobat.runtime.strategy import StrategyChooser
+from acrobat.trace import HostProgramGenerated, RunSummary, ScheduleFormed
+from tests.runtime.helpers import (
+    FIBER_MODELS,
+    MODELS,
+    STATIC_MODELS,
+    assert_outputs_equal,
+    batch,
+    program,
+    shapes,
+    spec,
+)
+
+
+def fresh(model: str):
+    """A program of its own (its strategy measurements start empty)."""
+    s = spec(model)
+    return acrobat.compile(s.module, s.params)
+
+
+# -- direct equals the interpreter and the batched path -----------------------------------
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_direct_equals_the_interpreter(model):
+    xs, refs = batch(model, 6, 0)
+    res = acrobat.run(program(model), xs, strategy="direct")
+    assert_outputs_equal(res.outputs, refs, model)
+    assert res.stats.strategy == "direct"
+    batched = acrobat.run(program(model), xs, strategy="batched")
+    assert batched.stats.strategy == "batched"
+    # the same kernel calls: one DFG node each
+    assert res.stats.nodes == res.stats.launches == batched.stats.nodes
+    assert res.stats.mean_batch == (1.0 if res.stats.nodes else 0.0)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_direct_results_are_the_users_arrays(model):
+    """Results are arrays of their own, of the declared dtype; a second run leaves the
+    first run's results alone (the direct kernels keep no workspace)."""
+    xs, refs = batch(model, 3, 1)
+    first = acrobat.run(program(model), xs, strategy="direct").outputs
+    acrobat.run(program(model), batch(model, 3, 2)[0], strategy="direct")
+    assert_outputs_equal(first, refs, model)
+
+
+@pytest.mark.parametrize("model", STATIC_MODELS)
+def test_direct_on_the_null_backend_keeps_shapes(model):
+    xs, _ = batch(model, 3, 0)
+    numpy = acrobat.run(program(model), xs, strategy="direct")
+    null = acrobat.run(program(model), xs, backend="null", strategy="direct")
+    assert [shapes(y) for y in null.outputs] == [shapes(y) for y in numpy.outputs]
+    assert null.stats.launches == numpy.stats.launches
+
+
+def test_direct_runs_deep_inputs():
+    deep = degenerate_tree(3000, lambda i: i % 50)
+    xs, refs = batch("treelstm", 2, 0)
+    res = acrobat.run(program("treelstm"), [xs[0], deep, xs[1]], strategy="direct")
+    assert_outputs_equal(res.outputs, [refs[0], spec("treelstm").evaluate(deep), refs[1]])
+
+
+def test_direct_empty_batch():
+    res = acrobat.run(program("birnn"), [], strategy="direct")
+    assert res.outputs == [] and res.stats.launches == 0 and res.stats.mean_batch == 0.0
+
+
+def test_direct_program_is_generated_at_compile_time():
+    prog = program("stackrnn")
+    src = prog.direct_program.source
+    assert "yield" not in src  # fiber functions are plain functions: reads are immediate
+    assert "def make(" in src
+    assert prog.direct_program.kernels == prog.host_program.kernels
+
+
+def test_direct_trace_says_which_ran():
+    xs, _ = batch("birnn", 3, 0)
+    res = acrobat.run(program("birnn"), xs, strategy="direct")
+    summary = res.trace.of(RunSummary)[-1].stats
+    assert summary["strategy"] == "direct"
+    assert "asked for" in summary["strategy_reason"]
+    assert "K0(1" in res.trace.of(HostProgramGenerated)[0].source
+    assert not res.trace.of(ScheduleFormed)
+    off = acrobat.run(program("birnn"), xs, strategy="direct", trace_level="off")
+    assert len(off.trace) == 0
+
+
+# -- bad instances: the same typed errors --------------------------------------------------
+
+
+@pytest.mark.parametrize("word", [-1, 50, 10**6])
+def test_direct_out_of_vocabulary_word_names_the_instance(word):
+    xs, _ = batch("treelstm", 3, 0)
+    bad = acrobat.AdtValue("Node", (xs[1], acrobat.AdtValue("Leaf", (word,))))
+    for strategy in ("batched", "direct"):
+        with pytest.raises(acrobat.InstanceError) as err:
+            acrobat.run(program("treelstm"), [xs[0], bad, xs[2]], strategy=strategy)
+        assert err.value.index == 1
+        assert "embedding id" in str(err.value)
+
+
+def test_direct_host_int_beyond_int64_names_the_instance():
+    xs, _ = batch("treelstm", 3, 0)
+    bad = acrobat.AdtValue("Leaf", (1 << 70,))
+    for strategy in ("batched", "direct"):
+        with pytest.raises(acrobat.InstanceError) as err:
+            acrobat.run(program("treelstm"), [xs[0], xs[1], bad], strategy=strategy)
+        assert err.value.index == 2
+        assert "64 bits" in str(err.value)
+
+
+HOST_SRC = """
+H = Size("H", 3)
+W: Param[H, H]
+
+class Item(ADT):
+    It: (Tensor[H], float, int)
+
+def main(t: Item) -> Tensor[H]:
+    match t:
+        case It(x, s, n):
+            return tanh(dense(x * s, W)) / (10 // n) - s
+"""
+
+
+def _host_program():
+    m = acrobat.parse(HOST_SRC)
+    p = acrobat.init_params(m, 0)
+    return m, p, acrobat.compile(m, p)
+
+
+def _item(s: float, n: int):
+    return acrobat.AdtValue("It", (np.arange(3, dtype=np.float32) - 1, s, n))
+
+
+def test_direct_host_floats_and_ints_in_kernels():
+    """Host floats reach kernels as float64 bits, ints as int64, in both strategies."""
+    m, p, prog = _host_program()
+    xs = [_item(0.25 * i - 1, i + 1) for i in range(5)] + [_item(1e20, 3)]
+    refs = [acrobat.evaluate(m, x, p) for x in xs]
+    for strategy in ("batched", "direct"):
+        out = acrobat.run(prog, xs, strategy=strategy).outputs
+        assert_outputs_equal(out, refs, strategy)
+        assert all(o.dtype == np.float32 for o in out)
+
+
+@pytest.mark.parametrize("strategy", ["batched", "direct"])
+def test_direct_host_arithmetic_failure_names_the_instance(strategy):
+    _, _, prog = _host_program()
+    with pytest.raises(acrobat.InstanceError) as err:
+        acrobat.run(prog, [_item(1.0, 1), _item(1.0, 2), _item(1.0, 0)], strategy=strategy)
+    assert err.value.index == 2
+    assert "host arithmetic failed" in str(err.value)
+
+
+@pytest.mark.parametrize("model", FIBER_MODELS)
+def test_direct_wrong_type_in_a_fiber_program(model):
+    xs, refs = batch(model, 3, 0)
+    with pytest.raises(acrobat.InstanceError) as err:
+        acrobat.run(program(model), [xs[0], xs[1], "not an instance"], strategy="direct")
+    assert err.value.index == 2
+    assert_outputs_equal(acrobat.run(program(model), xs, strategy="direct").outputs, refs)
+
+
+def test_unknown_strategy_is_a_typed_error():
+    with pytest.raises(acrobat.AcrobatNameError, match="strategy"):
+        acrobat.run(program("birnn"), batch("birnn", 2, 0)[0], strategy="fastest")
+
+
+def test_direct_needs_a_host_backend(monkeypatch):
+    import acrobat.runtime.run as run_module
+    from acrobat.backends.null_backend import NullBackend
+
+    class DeviceBackend(NullBackend):
+        name = "device"
+
+    monkeypatch.setattr(run_module, "get_backend", lambda name: DeviceBackend())
+    runtime = run_module.Runtime(program("birnn"), "device")
+    xs = batch("birnn", 2, 0)[0]
+    for _ in range(4):  # auto never tries direct there
+        assert runtime.run(xs, "acrobat", "off", None).stats.strategy == "batched"
+    with pytest.raises(acrobat.AcrobatNameError, match="direct"):
+        runtime.run(xs, "acrobat", "off", None, "direct")
+
+
+# -- the strategy switch ------------------------------------------------------------------
+
+
+def test_auto_measures_both_then_runs_the_faster():
+    prog = fresh("birnn")
+    xs, refs = batch("birnn", 8, 0)
+    seen = []
+    for _ in range(6):
+        res = acrobat.run(prog, xs, trace_level="off")
+        assert_outputs_equal(res.outputs, refs)
+        seen.append((res.stats.strategy, res.stats.strategy_reason))
+    assert [s for s, _ in seen[:3]] == ["batched", "batched", "direct"]
+    assert "warm-up" in seen[0][1]
+    assert "measuring batched at batch sizes 8-15" in seen[1][1]
+    assert "measuring direct" in seen[2][1]
+    chosen = {s for s, _ in seen[3:]}
+    assert len(chosen) == 1  # settled: the best run of each decides
+    assert all("per kernel call vs" in why for _, why in seen[3:])
+    # another batch-size range is measured on its own
+    res = acrobat.run(prog, xs[:2], trace_level="off")
+    assert res.stats.strategy == "batched"
+    assert "batch sizes 2-3" in res.stats.strategy_reason
+
+
+@pytest.mark.parametrize("policy", ["dynet-depth", "dynet-agenda", "eager"])
+def test_auto_keeps_other_policies_batched(policy):
+    prog = fresh("birnn")
+    xs, _ = batch("birnn", 4, 0)
+    for _ in range(4):
+        res = acrobat.run(prog, xs, policy=policy)
+        assert res.stats.strategy == "batched"
+        assert policy in res.stats.strategy_reason
+
+
+def test_auto_stays_batched_when_the_batched_path_is_asked_for():
+    prog = fresh("birnn")
+    xs, _ = batch("birnn", 4, 0)
+    for _ in range(4):
+        assert acrobat.run(prog, xs, memory_limit=1 << 30).stats.strategy == "batched"
+        assert acrobat.run(prog, xs, trace_level="nodes").stats.strategy == "batched"
+        assert acrobat.run(prog, xs, backend="null").stats.strategy == "batched"
+    res = acrobat.run(prog, xs, memory_limit=1 << 30)
+    assert "memory_limit" in res.stats.strategy_reason
+
+
+def test_forcing_either_strategy():
+    prog = fresh("treelstm")
+    xs, refs = batch("treelstm", 4, 0)
+    for strategy in ("direct", "batched", "direct"):
+        res = acrobat.run(prog, xs, strategy=strategy)
+        assert res.stats.strategy == strategy
+        assert res.stats.strategy_reason == f"strategy={strategy!r} was asked for"
+        assert res.trace.of(RunSummary)[-1].stats["strategy"] == strategy
+        assert_outputs_equal(res.outputs, refs)
+
+
+def test_chooser_rule():
+    """The rule on made-up times: warm-up, batched, direct, then the lower per call."""
+    c = StrategyChooser()
+    args = ("acrobat", "numpy", "off", None)
+
+    def step(ms, nodes=100):
+        how, why, group = c.choose("auto", *args, 8)
+        c.observe(group, how, ms[how], nodes)
+        return how, why
+
+    times = {"batched": 2.0, "direct": 1.0}
+    assert step(times)[0] == "batched"  # warm-up
+    assert step(times)[0] == "batched"
+    assert step(times)[0] == "direct"
+    how, why = step(times)
+    assert how == "direct"
+    assert why == (
+        "auto: direct took 10.0 us per kernel call vs 20.0 for batched at batch sizes 8-15 "
+        "(best measured run of each)"
+    )
+    # a faster batched run (forced) changes the choice
+    how, _, group = c.choose("batched", *args, 9)
+    c.observe(group, how, 0.5, 100)
+    assert c.choose("auto", *args, 12)[0] == "batched"
+    # other ranges and trace levels are measured apart
+    assert "measuring batched" in c.choose("auto", *args, 16)[1]
+    assert "measuring batched" in c.choose("auto", "acrobat", "numpy", "batches", None, 8)[1]
+    assert c.choose("auto", "acrobat", "numpy", "off", None, 1)[1].endswith("batch size 1")
