@@ -97,6 +97,8 @@ def run_acrobat(
         gflops=flops / (row["total_ms"] * 1e6) if row["total_ms"] else 0.0,
         host_share=(row["gen_ms"] + row["sched_ms"]) / row["total_ms"] if row["total_ms"] else 0.0,
         checksum=checksum(res.outputs),
+        strategy=st["strategy"],  # what strategy="auto" ran in the measured runs, and why
+        strategy_reason=st["strategy_reason"],
     )
     return row
 

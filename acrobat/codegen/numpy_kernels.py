@@ -84,6 +84,11 @@ def workspace(shapes: list[tuple[tuple[int, ...], str]]):
 
 def _ids(idx: np.ndarray, size: int) -> np.ndarray:
     """Check embedding ids (NumPy would wrap negative ids silently)."""
+    if idx.size == 1:  # one id (the direct strategy, a batch of one): no reductions
+        v = idx.item()
+        if 0 <= v < size:
+            return idx
+        raise IndexOutOfRange(0, v, size)
     if idx.size and (idx.min() < 0 or idx.max() >= size):
         flat = idx.reshape(-1)
         pos = int(np.flatnonzero((flat < 0) | (flat >= size))[0])

@@ -480,9 +480,9 @@ def run(
 
     ``policy``: "acrobat", "dynet-depth", "dynet-agenda" or "eager"; ``backend``: "numpy",
     "null" (or "cupy"/"auto"); ``trace_level``: "off", "batches" or "nodes";
-    ``strategy``: "auto" (measure, then run the faster of the two per batch-size range:
-    :mod:`acrobat.runtime.strategy`), "batched" or "direct" (each instance straight
-    through, no batching); ``res.stats.strategy`` and ``.strategy_reason`` say which ran
+    ``strategy``: "auto" (on untraced runs, measure, then run the faster of the two per
+    batch-size range: :mod:`acrobat.runtime.strategy`), "batched" or "direct" (each
+    instance straight through, no batching); ``res.stats.strategy`` and ``.strategy_reason`` say which ran
     and why.
     """
     instances = list(instances)

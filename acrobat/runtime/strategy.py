@@ -9,12 +9,15 @@ instances' shapes and this machine, so ``auto`` measures instead of guessing.
 
 **The rule of ``auto``** (one :class:`StrategyChooser` per prepared program and backend):
 
-* ``auto`` chooses only for the ``acrobat`` policy on the NumPy backend, when no
-  ``memory_limit`` is given and the trace level is not ``"nodes"``; otherwise it runs
-  batched and says why (the other policies are ways of batching; ``memory_limit`` bounds
-  the batched path's arenas; ``"nodes"`` traces the DFG, which only the batched path makes).
-* Runs are grouped by batch size (ranges 1, 2-3, 4-7, 8-15, ...) and trace level. In a
-  group, ``auto`` runs batched until batched has one measured run, then direct once,
+* ``auto`` chooses only for untraced runs (``trace_level="off"``) of the ``acrobat``
+  policy on the NumPy backend without a ``memory_limit``; otherwise it runs batched and
+  says why: the other policies are ways of batching; ``memory_limit`` bounds the batched
+  path's arenas; a traced run is there to show the batched execution (its batches,
+  launches and timeline), and tracing costs the batched path per launch, so traced
+  timings cannot say which strategy is faster. ``strategy="direct"`` runs direct at any
+  trace level.
+* Runs are grouped by batch size (ranges 1, 2-3, 4-7, 8-15, ...). In a group, ``auto``
+  runs batched until batched has one measured run, then direct once,
   then whichever took less time per kernel call (per DFG node: the same count for both
   strategies, so batches of different instances compare fairly), by the best run of
   each. The program's first run of all is a warm-up (arenas grow, caches fill) and is
@@ -31,7 +34,7 @@ from acrobat.errors import AcrobatNameError
 
 STRATEGIES = ("auto", "batched", "direct")
 
-Group = tuple[int, str]  # (lowest batch size of the range, trace level)
+Group = int  # the lowest batch size of a range of batch sizes
 
 
 def _group_name(lo: int) -> str:
@@ -40,7 +43,7 @@ def _group_name(lo: int) -> str:
 
 
 class StrategyChooser:
-    """The measured cost of each strategy, per batch-size range and trace level."""
+    """The measured cost of each strategy, per batch-size range (untraced runs)."""
 
     def __init__(self) -> None:
         self.warmed = False  # the first run of all is not measured
@@ -67,12 +70,12 @@ class StrategyChooser:
         self.check(strategy)
         group = None
         if policy == "acrobat" and backend == "numpy" and memory_limit is None and n:
-            group = None if trace_level == "nodes" else (1 << (n.bit_length() - 1), trace_level)
+            group = 1 << (n.bit_length() - 1) if trace_level == "off" else None
         if strategy != "auto":
             return strategy, f"strategy={strategy!r} was asked for", group
         if group is None:
             return "batched", _why_batched(policy, backend, trace_level, memory_limit, n), None
-        where = _group_name(group[0])
+        where = _group_name(group)
         if not self.warmed:
             return "batched", "auto: the program's first run (a warm-up, not measured)", group
         best = self.best.get(group, {})
@@ -116,7 +119,10 @@ def _why_batched(policy: str, backend: str, trace_level: str, memory_limit, n: i
         return "auto: memory_limit bounds the batched path's arenas"
     if not n:
         return "auto: no instances"
-    return "auto: trace_level='nodes' traces DFG nodes, which only the batched path makes"
+    return (
+        f"auto: a traced run (trace_level={trace_level!r}) shows the batched execution; "
+        "auto measures and chooses on untraced runs (trace_level='off')"
+    )
 
 
 __all__ = ["STRATEGIES", "StrategyChooser"]

@@ -233,6 +233,7 @@ def test_auto_stays_batched_when_the_batched_path_is_asked_for():
     for _ in range(4):
         assert acrobat.run(prog, xs, memory_limit=1 << 30).stats.strategy == "batched"
         assert acrobat.run(prog, xs, trace_level="nodes").stats.strategy == "batched"
+        assert acrobat.run(prog, xs, trace_level="batches").stats.strategy == "batched"
         assert acrobat.run(prog, xs, backend="null").stats.strategy == "batched"
     res = acrobat.run(prog, xs, memory_limit=1 << 30)
     assert "memory_limit" in res.stats.strategy_reason
@@ -273,7 +274,8 @@ def test_chooser_rule():
     how, _, group = c.choose("batched", *args, 9)
     c.observe(group, how, 0.5, 100)
     assert c.choose("auto", *args, 12)[0] == "batched"
-    # other ranges and trace levels are measured apart
+    # other ranges are measured apart; traced runs stay batched
     assert "measuring batched" in c.choose("auto", *args, 16)[1]
-    assert "measuring batched" in c.choose("auto", "acrobat", "numpy", "batches", None, 8)[1]
+    traced = c.choose("auto", "acrobat", "numpy", "batches", None, 8)
+    assert traced[0] == "batched" and "untraced" in traced[1]
     assert c.choose("auto", "acrobat", "numpy", "off", None, 1)[1].endswith("batch size 1")
