@@ -24,7 +24,7 @@ def test_recorded_rows_follow_the_layout():
     xs, _ = batch("treelstm", n, 1)
     prog = program("treelstm")
     with captured_schedules() as seen:
-        acrobat.run(prog, xs, trace_level="off")
+        acrobat.run(prog, xs, trace_level="off", strategy="batched")
     (dfg, _), *_ = seen
     outs = []
     for info, rows in zip(dfg.kernels, dfg.records):
