@@ -28,6 +28,11 @@ FIELDS = (
     "instances",
     "policy",
     "backend",
+    "blas",
+    "blas_threads",
+    "blas_threads_min",
+    "thread_switches",
+    "threads",
 )
 
 
