@@ -2,7 +2,7 @@
 runs, then N runs; every time is the median with its spread (``*_q1_ms``, ``*_q3_ms``,
 ``*_min_ms``, ``*_max_ms``), and every row records the machine's load (``load_avg``,
 ``cpu_busy``, ``other_busy``) and the BLAS that ran with its threads (``blas``,
-``blas_threads``, ``blas_threads_min``, ``threads``: the policy's reason, and
+``blas_threads``, ``threads``: the policy's reason, and
 ``OPENBLAS_NUM_THREADS`` as set in the environment, ``""`` when unset).
 
 A row is a flat dict (JSON-ready). Times are milliseconds for the whole batch:
@@ -57,7 +57,6 @@ def blas_fields(stats=None) -> dict[str, Any]:
         return {
             "blas": stats["blas"],
             "blas_threads": stats["blas_threads"],
-            "blas_threads_min": stats["blas_threads_min"],
             "threads": stats["threads"],
             "openblas_num_threads": env,
         }
@@ -66,7 +65,6 @@ def blas_fields(stats=None) -> dict[str, Any]:
     return {
         "blas": b.name,
         "blas_threads": n,
-        "blas_threads_min": n,
         "threads": "BLAS default",
         "openblas_num_threads": env,
     }

@@ -98,7 +98,7 @@ def load_test(
         busies.append(Busy(run, seconds=60 + 2 * repeats * len(settings)))
         configs[f"busy/{label}"] = busies[-1]
     try:
-        m = measure(configs, repeats=repeats, warmup=warmup, metrics=("total_ms",))
+        m = measure(configs, repeats=repeats, warmup=warmup, metrics=("total_ms", "blas_threads"))
     finally:
         for b in busies:
             b.close()
@@ -106,12 +106,15 @@ def load_test(
         name: {
             "blas": st.blas,
             "blas_threads": st.blas_threads,
-            "blas_threads_min": st.blas_threads_min,
             "threads": st.threads,
         }
         for name, st in m.results.items()
     }
     return m, facts
+
+
+def _range(xs) -> str:
+    return f"{int(min(xs))}..{int(max(xs))}" if xs else "-"
 
 
 def report(m: Measurement, facts: dict[str, dict[str, Any]]) -> str:
@@ -122,7 +125,7 @@ def report(m: Measurement, facts: dict[str, dict[str, Any]]) -> str:
         f = facts[name]
         lines.append(
             f"{name:>10}: {m.spread(name, 'total_ms')}  "
-            f"threads {f['blas_threads_min']}..{f['blas_threads']} [{f['threads']}]"
+            f"threads {_range(m.samples[name].get('blas_threads', ()))} [last: {f['threads']}]"
         )
     for name in m.names:
         if name.startswith("quiet/"):

@@ -41,7 +41,6 @@ class Executor:
             for k in kernels
         ]
         self.row_of = np.zeros(1024, np.int64)
-        self.threads = None  # a ThreadPlan (acrobat/runtime/threads.py), set by the Runtime
         self.arena_of = np.zeros(1024, np.int16)
 
     def _arena(self, t):
@@ -90,7 +89,6 @@ class Executor:
         fused = self.backend.fused_gather and self.pool.zero_copy
         take_device_ms = self.backend.take_device_ms
         phases = trace is not None and policy_info(sched.policy).keyed_levels
-        set_threads = self.threads.launch if self.threads is not None else None
         for i, batch in enumerate(sched.batches):
             k = batch.kernel
             if phases:
@@ -115,8 +113,6 @@ class Executor:
                     moved += copied
                     args.append(x)
             views = [arena.rows(r0, n) for arena, r0 in zip(self.out_arenas[k], firsts)]
-            if set_threads is not None:
-                set_threads(k, n)  # BLAS threads for this launch's work
             start = time.perf_counter()
             try:
                 if fused:  # the kernel writes straight into the output blocks

@@ -1,29 +1,34 @@
-"""BLAS threads per kernel launch, decided from the work size and the machine.
+"""BLAS threads per run, decided from the machine's load; the work size is left to the BLAS.
 
-NumPy's BLAS (OpenBLAS, MKL, BLIS, ...) runs every GEMM on all its threads by default.
-For the small GEMMs of a dynamic model that is a loss: the threads synchronize for
-microseconds of work, and when anything else uses a core, a descheduled BLAS thread
-stalls the others at their barrier (measured here: a 64x512x1280 GEMM took 0.9 ms on
-one thread and 21 ms on two, with one other process busy on this 2-core machine).
+NumPy's BLAS (OpenBLAS here) runs every GEMM on all its threads by default. When anything
+else uses a core, a descheduled BLAS thread stalls the others at their barrier: measured on
+this repository's 2-core machine with one busy process beside it, a 64x512x1280 GEMM took
+0.9 ms on one thread and 21 ms on two, and TreeLSTM small b64 went from 37 ms (quiet, two
+threads) to a 114 ms median and 358 ms worst (busy, two threads) against 52 ms on one.
 
-The policy (``threads=None``, the default, "auto"):
+The policy (``threads=None``, the default, "auto"), decided at the start of every run:
+the BLAS's thread count as found (its default, or a limit the caller set), less one thread per core that other processes keep busy
+(their CPU share from ``/proc/stat`` over the most recent window of
+:data:`SAMPLE_SECONDS` or more, minus this process's own CPU time; a core counts as taken
+above :data:`CORE_TAKEN`). The setting is changed only when it differs (a switch through
+``threadpoolctl``'s library controller costs about a microsecond; ``threadpool_limits``
+re-scans the libraries and costs about 230 us) and the BLAS is left as it was found when
+the run ends.
 
-* a launch whose work — the kernel's FLOPs per instance times the batch size — is below
-  :data:`SMALL_WORK_FLOPS` runs single-threaded;
-* a larger one may use ``max`` threads: the BLAS's own thread count, less one per core
-  that other processes keep busy (their CPU share, read from ``/proc/stat`` over the
-  most recent window of :data:`SAMPLE_SECONDS` or more, minus this process's own CPU
-  time);
-* the setting changes only when the decision differs from the current one (a switch
-  costs about a microsecond through ``threadpoolctl``'s library controller), and the
-  BLAS is left as it was found when the run ends.
+Work size: small GEMMs do not pay thread synchronization because the BLAS already runs
+them on one thread (OpenBLAS below about 2.6e5 multiply-adds per GEMM, and with fewer
+threads as the size grows). Switching per launch was measured and lost: with a work
+threshold per kernel launch (4e6, 1e6 or 2.5e5 FLOPs), quiet runs were 0-15% slower than
+leaving two threads on (e.g. StackRNN large b64 96 vs 83 ms with 111-242 switches,
+NestedRNN large b8 28 vs 25.5 ms), because a switch wakes parked BLAS workers (~5 us per
+switch pair measured) and the band where one thread beats two (about 1e6-4e6 FLOPs) gains
+only a few microseconds per launch, inconsistently.
 
 A user forces a count with ``acrobat.run(..., threads=N)`` or the environment variable
 ``ACROBAT_THREADS=N`` (``threads=`` wins; ``ACROBAT_THREADS=auto`` is the default
-policy). The run's :class:`~acrobat.runtime.run.RunStats` say which BLAS ran, the most
-and fewest threads a launch used, how many switches the run made and why
-(``blas``, ``blas_threads``, ``blas_threads_min``, ``thread_switches``, ``threads``).
-Without ``threadpoolctl`` or a BLAS it controls, nothing is switched and ``blas`` says so.
+policy). The run's :class:`~acrobat.runtime.run.RunStats` say which BLAS ran, with how
+many threads, and why (``blas``, ``blas_threads``, ``threads``). Without
+``threadpoolctl`` or a BLAS it controls, nothing is switched and ``threads`` says so.
 """
 
 from __future__ import annotations
@@ -41,13 +46,6 @@ except ImportError:  # a dependency, but the runtime works without it (no thread
 
 ENV = "ACROBAT_THREADS"
 
-# A launch below this many FLOPs runs on one thread (auto policy). Measured on this
-# repository's 2-core machine (OpenBLAS 0.3.31, quiet, 1 vs 2 threads interleaved): below
-# ~1e6 FLOPs OpenBLAS stays on one thread by itself; at ~2e6 two threads are 14-17% slower
-# (16x256x256, 16x128x512: synchronization); from ~4e6 on they win (8x256x1280: 0.68x the
-# time, >= 2e7: 0.52-0.62x). With one busy process beside it, two threads lost up to 24x
-# (64x512x1280: 21 ms against 0.9 ms), hence the cores-taken rule below.
-SMALL_WORK_FLOPS = 4e6
 # How often (at most) the load of other processes is re-read: the shortest window it is
 # averaged over (``/proc/stat`` counts in 10 ms ticks, so much shorter windows are noise).
 SAMPLE_SECONDS = 0.05
@@ -183,72 +181,47 @@ def describe() -> str:
     forced, why = resolve(None)
     if forced is not None:
         return f"{b.name}: {forced} thread(s) ({why})"
-    return (
-        f"{b.name}: auto, 1 thread below {SMALL_WORK_FLOPS:.0e} FLOPs per launch, else up "
-        f"to {b.default} less cores other processes keep busy"
-    )
+    return f"{b.name}: auto, {b.default} threads less one per core other processes keep busy"
 
 
 class ThreadPlan:
-    """The thread decision of one prepared program: per kernel, the batch size from
-    which a launch may use more than one thread. :meth:`begin` starts a run,
-    :meth:`launch` is called before every launch, :meth:`end` restores the BLAS."""
+    """The thread decision of one prepared program: :meth:`begin` sets the run's count,
+    :meth:`end` restores the BLAS and says what ran."""
 
-    def __init__(self, kernel_flops: list[int], active: bool = True):
+    def __init__(self, active: bool = True):
         self.host = active  # the backend's kernels call the host BLAS
         self.blas = blas() if active else None
         self.active = active and bool(self.blas.libs)
-        # smallest batch whose work reaches SMALL_WORK_FLOPS (never, for zero-FLOP kernels)
-        self.big_from = [
-            math.ceil(SMALL_WORK_FLOPS / f) if f > 0 else 1 << 62 for f in kernel_flops
-        ]
-        self.small = self.big = self.found = 1
-        self.used_min = self.used_max = self.switches = 0
+        self.found = self.used = 0
         self.why = ""
 
     def begin(self, threads: int | None) -> None:
-        """Decide this run's thread counts for small and large launches."""
+        """Decide and set this run's thread count."""
         forced, why = resolve(threads)
-        self.used_min, self.used_max, self.switches = 1 << 30, 0, 0
+        self.used = 0
         if not self.active:
             self.why = "no BLAS thread control" if self.host else "not a host-BLAS backend"
             return
         b = self.blas
         self.found = b.current = b.get()
         if forced is not None:
-            self.small = self.big = forced
+            self.used = forced
             self.why = f"forced {forced} ({why})"
-            return
-        ncpu = min(cpus(), b.default)
-        others = _OTHERS.estimate(cpus())
-        taken = math.ceil(others - CORE_TAKEN) if others > CORE_TAKEN else 0
-        self.small, self.big = 1, max(1, ncpu - taken)
-        self.why = (
-            f"auto: 1 below {SMALL_WORK_FLOPS:.0e} FLOPs per launch, else {self.big} "
-            f"(BLAS default {b.default}, others busy {others:.1f} cores)"
-        )
+        else:
+            ncpu = min(cpus(), self.found)  # a limit the caller set around the run holds
+            others = _OTHERS.estimate(cpus())
+            taken = math.ceil(others - CORE_TAKEN) if others > CORE_TAKEN else 0
+            self.used = max(1, ncpu - taken)
+            self.why = (
+                f"auto: {self.used} of {self.found} (others busy {others:.1f} of {cpus()} cores)"
+            )
+        b.set(self.used)
 
-    def launch(self, kernel: int, n: int) -> None:
-        """Set the threads for launching ``kernel`` on a batch of ``n``."""
-        if not self.active:
-            return
-        t = self.big if n >= self.big_from[kernel] else self.small
-        b = self.blas
-        if t != b.current:
-            b.set(t)
-            self.switches += 1
-        if t < self.used_min:
-            self.used_min = t
-        if t > self.used_max:
-            self.used_max = t
-
-    def end(self) -> tuple[int, int, int]:
-        """Restore the BLAS; returns (most, fewest threads a launch used, switches)."""
+    def end(self) -> int:
+        """Restore the BLAS; returns the threads the run used (0: none controlled)."""
         if self.active:
             self.blas.set(self.found)
             # close the load window here, so that the next run's begin() judges the time
             # since this run ended (when that is long enough) rather than this run too
             _OTHERS.estimate(cpus())
-        if self.used_max == 0:
-            return 0, 0, self.switches
-        return self.used_max, self.used_min, self.switches
+        return self.used

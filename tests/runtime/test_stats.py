@@ -30,8 +30,6 @@ FIELDS = (
     "backend",
     "blas",
     "blas_threads",
-    "blas_threads_min",
-    "thread_switches",
     "threads",
 )
 

@@ -7,7 +7,7 @@ import pytest
 
 import acrobat
 from acrobat.runtime import threads
-from acrobat.runtime.threads import ENV, SMALL_WORK_FLOPS, ThreadPlan, resolve
+from acrobat.runtime.threads import ENV, ThreadPlan, resolve
 from tests.runtime.helpers import assert_outputs_equal, batch, program
 
 
@@ -63,50 +63,35 @@ def test_resolve_argument_env_and_errors(monkeypatch):
         resolve(0)
 
 
-def test_small_launches_single_large_all_threads(fake):
-    blas, _ = fake
-    # kernel 0: 1e5 FLOPs per instance (big from 40 rows); kernel 1: no FLOPs (never big)
-    plan = ThreadPlan([100_000, 0])
-    assert plan.big_from[0] == int(SMALL_WORK_FLOPS // 100_000)
-    plan.begin(None)
-    for k, n in [(0, 1), (0, 2), (0, 40), (0, 64), (1, 10_000), (0, 3)]:
-        plan.launch(k, n)
-    assert blas.lib.log == [1, 4, 1]  # switched only when the decision changed
-    assert plan.end() == (4, 1, 3)
-    assert blas.lib.n == 4  # restored as found
-    assert plan.why.startswith("auto:") and "else 4" in plan.why
-
-
-def test_busy_cores_lower_the_maximum(fake):
+def test_auto_uses_the_cores_others_leave(fake):
     blas, others = fake
-    plan = ThreadPlan([10**9])
-    for cores, expect in [(0.1, 4), (0.5, 3), (1.0, 3), (1.3, 2), (3.9, 1), (8.0, 1)]:
+    plan = ThreadPlan()
+    for cores, expect in [(0.0, 4), (0.1, 4), (0.5, 3), (1.0, 3), (1.3, 2), (3.9, 1), (8.0, 1)]:
         others["cores"] = cores
         plan.begin(None)
-        plan.launch(0, 1)
-        assert plan.end()[0] == expect, cores
+        assert blas.lib.n == expect, cores
+        assert plan.end() == expect and blas.lib.n == 4  # restored as found
+        assert plan.why.startswith(f"auto: {expect} of 4")
+    assert blas.lib.log.count(4) == 5  # set (and restored) only when it differed
 
 
 def test_forced_counts(fake, monkeypatch):
     blas, others = fake
     others["cores"] = 3.0
-    plan = ThreadPlan([1, 10**9])
+    plan = ThreadPlan()
     plan.begin(2)
-    plan.launch(0, 1)
-    plan.launch(1, 100)
-    assert plan.end() == (2, 2, 1) and plan.why == "forced 2 (threads=2)"
+    assert blas.lib.n == 2 and plan.end() == 2 and plan.why == "forced 2 (threads=2)"
     monkeypatch.setenv(ENV, "3")
     plan.begin(None)
-    plan.launch(0, 1)
-    assert plan.end()[:2] == (3, 3) and ENV in plan.why
+    assert blas.lib.n == 3 and plan.end() == 3 and ENV in plan.why
+    assert blas.lib.n == 4
 
 
 def test_inactive_plan_switches_nothing(fake):
     blas, _ = fake
-    plan = ThreadPlan([10**9], active=False)
+    plan = ThreadPlan(active=False)
     plan.begin(None)
-    plan.launch(0, 100)
-    assert plan.end() == (0, 0, 0) and blas.lib.log == []
+    assert plan.end() == 0 and blas.lib.log == []
     assert plan.why == "not a host-BLAS backend"
 
 
@@ -114,10 +99,9 @@ def test_no_controllable_blas(monkeypatch):
     blas = FakeBlas(2)
     blas.libs, blas.name = [], "none"
     monkeypatch.setattr(threads, "_BLAS", blas)
-    plan = ThreadPlan([10**9])
+    plan = ThreadPlan()
     plan.begin(None)
-    plan.launch(0, 100)
-    assert plan.end() == (0, 0, 0) and plan.why == "no BLAS thread control"
+    assert plan.end() == 0 and plan.why == "no BLAS thread control"
 
 
 def test_run_records_the_threads_and_outputs_do_not_change():
@@ -131,10 +115,9 @@ def test_run_records_the_threads_and_outputs_do_not_change():
         s = res.stats
         assert s.blas == threads.blas().name and s.threads
         if threads.blas().libs:
-            assert 1 <= s.blas_threads_min <= s.blas_threads
+            assert s.blas_threads >= 1
             if t is not None:
-                assert s.blas_threads == s.blas_threads_min == t
-                assert s.threads == f"forced {t} (threads={t})"
+                assert s.blas_threads == t and s.threads == f"forced {t} (threads={t})"
 
 
 def test_env_var_forces_a_run(monkeypatch):
