@@ -39,6 +39,8 @@ import time
 
 import numpy  # noqa: F401  (loads the BLAS, so that threadpoolctl finds it)
 
+from acrobat.errors import AcrobatError
+
 try:
     from threadpoolctl import ThreadpoolController
 except ImportError:  # a dependency, but the runtime works without it (no thread control)
@@ -161,7 +163,10 @@ def resolve(threads: int | None) -> tuple[int | None, str]:
     forced count (``None``: auto) and where it came from."""
     if threads is not None:
         if int(threads) < 1:
-            raise ValueError(f"threads must be >= 1 or None (auto), got {threads!r}")
+            raise AcrobatError(
+                f"threads must be a count >= 1 or None, got {threads!r}",
+                hint="None lets the runtime choose (see acrobat/runtime/threads.py)",
+            )
         return int(threads), f"threads={int(threads)}"
     env = os.environ.get(ENV, "").strip().lower()
     if env and env != "auto":
@@ -170,7 +175,10 @@ def resolve(threads: int | None) -> tuple[int | None, str]:
         except ValueError:
             n = 0
         if n < 1:
-            raise ValueError(f"{ENV} must be a positive integer or 'auto', got {env!r}")
+            raise AcrobatError(
+                f"{ENV} must be a positive integer or 'auto', got {env!r}",
+                hint=f"unset {ENV} to let the runtime choose",
+            )
         return n, f"{ENV}={n}"
     return None, "auto"
 

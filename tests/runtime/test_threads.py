@@ -57,9 +57,9 @@ def test_resolve_argument_env_and_errors(monkeypatch):
     assert resolve(None) == (None, "auto")
     for bad in ("0", "many", "-1"):
         monkeypatch.setenv(ENV, bad)
-        with pytest.raises(ValueError, match=ENV):
+        with pytest.raises(acrobat.AcrobatError, match=ENV):
             resolve(None)
-    with pytest.raises(ValueError):
+    with pytest.raises(acrobat.AcrobatError):
         resolve(0)
 
 
@@ -131,7 +131,7 @@ def test_env_var_forces_a_run(monkeypatch):
 
 def test_bad_threads_argument_raises():
     xs, _ = batch("treelstm", 2, 0)
-    with pytest.raises(ValueError):
+    with pytest.raises(acrobat.AcrobatError, match="threads must be"):
         acrobat.run(program("treelstm"), xs, threads=0)
 
 
