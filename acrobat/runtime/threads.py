@@ -51,8 +51,10 @@ ENV = "ACROBAT_THREADS"
 # How often (at most) the load of other processes is re-read: the shortest window it is
 # averaged over (``/proc/stat`` counts in 10 ms ticks, so much shorter windows are noise).
 SAMPLE_SECONDS = 0.05
-# Another process's share of a core above this counts as a core taken.
-CORE_TAKEN = 0.2
+# Other processes' load above this many cores takes a core (rounded up past it). A quiet
+# 2-core machine here reads 0.0-0.2 cores of others (kernel threads, idle helpers); one
+# busy process reads 0.5-1.5 (the 50 ms windows are coarse).
+CORE_TAKEN = 0.3
 
 
 class _Blas:

@@ -66,7 +66,7 @@ def test_resolve_argument_env_and_errors(monkeypatch):
 def test_auto_uses_the_cores_others_leave(fake):
     blas, others = fake
     plan = ThreadPlan()
-    for cores, expect in [(0.0, 4), (0.1, 4), (0.5, 3), (1.0, 3), (1.3, 2), (3.9, 1), (8.0, 1)]:
+    for cores, expect in [(0.0, 4), (0.25, 4), (0.5, 3), (1.0, 3), (1.4, 2), (3.9, 1), (8.0, 1)]:
         others["cores"] = cores
         plan.begin(None)
         assert blas.lib.n == expect, cores
