@@ -8,6 +8,7 @@ The public facade::
     y = acrobat.evaluate(module, instance, params)       # reference interpreter, one instance
     print(module.pretty())                               # the IR as text
     acrobat.policies(), acrobat.backends()               # what run(policy=, backend=) takes
+    m = acrobat.measure({"a": f, "b": g})                # interleaved timing, spreads, verdict
 """
 
 from acrobat import (
@@ -15,6 +16,7 @@ from acrobat import (
     models,  # the model zoo: acrobat.models.load(...)
 )
 from acrobat.backends import BackendInfo
+from acrobat.baselines.measure import Measurement, Spread, Verdict, measure
 from acrobat.compiler import CompiledProgram, KernelSpec, compile, explain
 from acrobat.errors import (
     AcrobatError,
@@ -51,6 +53,9 @@ __all__ = [
     "CompileOptions",
     "CompiledProgram",
     "KernelSpec",
+    "Measurement",
+    "Spread",
+    "Verdict",
     "compile",
     "explain",
     "models",
@@ -66,6 +71,7 @@ __all__ = [
     "evaluate",
     "from_list",
     "init_params",
+    "measure",
     "parse",
     "policies",
     "run",

@@ -1,8 +1,8 @@
-"""Timing helpers shared by the baselines, the peers and the benchmark harness."""
+"""Timing helpers shared by the baselines, the peers and the benchmark harness (the
+protocol that compares configurations is :mod:`acrobat.baselines.measure`)."""
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -10,10 +10,6 @@ from typing import Any
 import numpy as np
 
 from acrobat.ir.values import AdtValue
-
-
-def summarize(samples: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(samples), "min": min(samples), "max": max(samples)}
 
 
 def timed(fn: Callable[[], Any], runs: int, warmup: int) -> tuple[list[float], Any]:

@@ -1,7 +1,9 @@
-"""Command line: ``python -m acrobat.bench {run,paper,ablation,report} ...`` (also
-``acrobat-bench``). ``run`` prints one JSON row; ``paper`` and ``ablation`` write JSON
-Lines (one row per configuration) with a progress bar on stderr; ``report`` turns rows
-into CSV, a markdown table and a self-contained HTML page of bokeh plots."""
+"""Command line: ``python -m acrobat.bench {run,paper,ablation,report,load-test} ...``
+(also ``acrobat-bench``). ``run`` prints one JSON row; ``paper`` and ``ablation`` write
+JSON Lines (one row per configuration) with a progress bar on stderr; ``report`` turns
+rows into CSV, a markdown table and a self-contained HTML page of bokeh plots;
+``load-test`` times a model quiet and with one busy process beside it, interleaved, and
+prints both spreads, their ratio and the BLAS thread policy used."""
 
 from __future__ import annotations
 
@@ -12,9 +14,16 @@ from pathlib import Path
 
 from acrobat.bench import grid
 from acrobat.bench.harness import DEFAULT_RUNS, DEFAULT_WARMUP, run_acrobat
+from acrobat.bench.load import load_test, report
 from acrobat.bench.report import write_report
 from acrobat.passes.options import OPTIMIZATIONS
 from acrobat.runtime.schedule import policy_names
+
+THREADS_HELP = "BLAS threads per launch: auto (default; ACROBAT_THREADS) or a count"
+
+
+def _threads(text: str) -> int | None:
+    return None if text == "auto" else int(text)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,6 +40,20 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--warmup", type=int, default=DEFAULT_WARMUP)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--decisions", default="tensor", choices=("tensor", "random"))
+    r.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
+    lt = sub.add_parser("load-test", help="quiet vs one busy process beside it, interleaved")
+    lt.add_argument("--model", default="treelstm")
+    lt.add_argument("--size", default="small")
+    lt.add_argument("--batch", type=int, default=64)
+    lt.add_argument("--repeats", type=int, default=15)
+    lt.add_argument("--warmup", type=int, default=3)
+    lt.add_argument(
+        "--threads",
+        nargs="+",
+        type=_threads,
+        default=[None],
+        help="thread settings to compare (auto or a count), each quiet and busy",
+    )
     for name, helptext in (("paper", "the paper's grid"), ("ablation", "each optimization off")):
         g = sub.add_parser(name, help=helptext)
         g.add_argument("--quick", action="store_true", help="tiny sizes, few runs (CI)")
@@ -60,8 +83,21 @@ def main(argv: list[str] | None = None) -> int:
             args.warmup,
             args.seed,
             args.decisions,
+            args.threads,
         )
         print(json.dumps(row))
+        return 0
+    if args.cmd == "load-test":
+        m, facts = load_test(
+            args.model,
+            args.size,
+            args.batch,
+            tuple(args.threads),
+            args.repeats,
+            args.warmup,
+        )
+        print(f"{args.model} {args.size} b{args.batch}, {args.repeats} interleaved repeats")
+        print(report(m, facts))
         return 0
     if args.cmd in ("paper", "ablation"):
         rows = grid.run_grid(args.cmd, args)

@@ -1,4 +1,9 @@
-"""Measuring one configuration: warm-up runs, then the median of N runs (with min/max).
+"""Measuring one configuration with the shared protocol (``acrobat.measure``): warm-up
+runs, then N runs; every time is the median with its spread (``*_q1_ms``, ``*_q3_ms``,
+``*_min_ms``, ``*_max_ms``), and every row records the machine's load (``load_avg``,
+``cpu_busy``, ``other_busy``) and the BLAS that ran with its threads (``blas``,
+``blas_threads``, ``threads``: the policy's reason, and
+``OPENBLAS_NUM_THREADS`` as set in the environment, ``""`` when unset).
 
 A row is a flat dict (JSON-ready). Times are milliseconds for the whole batch:
 ``gen_ms`` (DFG construction: the host program plus record arrays), ``sched_ms``,
@@ -10,6 +15,7 @@ summed), so GFLOP/s are comparable across policies and baselines on the same inp
 from __future__ import annotations
 
 import math
+import os
 import statistics
 import time
 from typing import Any
@@ -18,9 +24,11 @@ import numpy as np
 
 import acrobat
 from acrobat.baselines.hand_batched import HAND_BATCHED
+from acrobat.baselines.measure import load_fields, measure, row_fields
 from acrobat.baselines.reference import reference
-from acrobat.baselines.timing import checksum, summarize, timed
+from acrobat.baselines.timing import checksum, timed
 from acrobat.models import data
+from acrobat.runtime import threads as blas_threads
 from acrobat.trace import KernelLaunched
 
 DEFAULT_RUNS = 7
@@ -41,6 +49,27 @@ def executed_flops(prog, res) -> int:
     return sum(prog.kernels[e.kernel].flops * e.size for e in res.trace.of(KernelLaunched))
 
 
+def blas_fields(stats=None) -> dict[str, Any]:
+    """Which BLAS ran with how many threads: from a run's stats, else (baselines) the
+    BLAS's current setting."""
+    env = os.environ.get("OPENBLAS_NUM_THREADS", "")
+    if stats is not None:
+        return {
+            "blas": stats["blas"],
+            "blas_threads": stats["blas_threads"],
+            "threads": stats["threads"],
+            "openblas_num_threads": env,
+        }
+    b = blas_threads.blas()
+    n = b.get()
+    return {
+        "blas": b.name,
+        "blas_threads": n,
+        "threads": "BLAS default",
+        "openblas_num_threads": env,
+    }
+
+
 def run_acrobat(
     model: str,
     size: str,
@@ -52,21 +81,25 @@ def run_acrobat(
     warmup: int = DEFAULT_WARMUP,
     seed: int = 0,
     decisions: str = "tensor",
+    threads: int | None = None,
 ) -> dict[str, Any]:
-    """One acrobat configuration -> one row."""
+    """One acrobat configuration -> one row (``threads``: as ``acrobat.run``'s)."""
     spec = acrobat.models.load(model, size, decisions=decisions)
     xs = bench_instances(spec, batch, seed)
     t = time.perf_counter()
     prog = acrobat.compile(spec.module, spec.params, acrobat.CompileOptions().without(*disable))
     compile_ms = (time.perf_counter() - t) * 1e3
-    res = acrobat.run(prog, xs, policy=policy, backend=backend)  # traced once, for FLOPs
+    res = acrobat.run(prog, xs, policy=policy, backend=backend, threads=threads)  # for FLOPs
     flops = executed_flops(prog, res)
-    samples: dict[str, list[float]] = {k: [] for k in ("gen_ms", "sched_ms", "exe_ms", "total_ms")}
-    for i in range(warmup + runs):
-        res = acrobat.run(prog, xs, policy=policy, backend=backend, trace_level="off")
-        if i >= warmup:
-            for k in samples:
-                samples[k].append(res.stats[k])
+    metrics = ("gen_ms", "sched_ms", "exe_ms", "total_ms")
+
+    def one_run():
+        return acrobat.run(
+            prog, xs, policy=policy, backend=backend, trace_level="off", threads=threads
+        ).stats
+
+    m = measure(one_run, repeats=runs, warmup=warmup, metrics=metrics)
+    st = m.results["run"]
     row: dict[str, Any] = {
         "system": "acrobat",
         "model": model,
@@ -80,12 +113,9 @@ def run_acrobat(
         "runs": runs,
         "compile_ms": compile_ms,
     }
-    for k, v in samples.items():
-        s = summarize(v)
-        row[k] = s["median"]
-        row[k.replace("_ms", "_min_ms")] = s["min"]
-        row[k.replace("_ms", "_max_ms")] = s["max"]
-    st = res.stats
+    for k in metrics:
+        row.update(row_fields(k, m.spread("run", k)))
+    row.update(load_fields(m.load), **blas_fields(st))
     row.update(
         launches=st["launches"],
         nodes=st["nodes"],
@@ -96,7 +126,7 @@ def run_acrobat(
         flops=flops,
         gflops=flops / (row["total_ms"] * 1e6) if row["total_ms"] else 0.0,
         host_share=(row["gen_ms"] + row["sched_ms"]) / row["total_ms"] if row["total_ms"] else 0.0,
-        checksum=checksum(res.outputs),
+        checksum=checksum(res.outputs),  # the traced run's outputs (same inputs)
         strategy=st["strategy"],  # what strategy="auto" ran in the measured runs, and why
         strategy_reason=st["strategy_reason"],
     )
@@ -121,8 +151,8 @@ def run_baseline(
             return HAND_BATCHED[model](spec.params, xs)
     else:
         raise ValueError(kind)
-    times, out = timed(fn, runs, warmup)
-    s = summarize(times)
+    m = measure(fn, repeats=runs, warmup=warmup)
+    out = m.results["run"]
     return {
         "system": kind,
         "model": model,
@@ -132,9 +162,9 @@ def run_baseline(
         "backend": "numpy",
         "seed": seed,
         "runs": runs,
-        "total_ms": s["median"],
-        "total_min_ms": s["min"],
-        "total_max_ms": s["max"],
+        **row_fields("total_ms", m.spread("run")),
+        **load_fields(m.load),
+        **blas_fields(),
         "checksum": checksum(out),
     }
 

@@ -7,6 +7,7 @@ import pytest
 import acrobat
 from acrobat.bench.__main__ import main
 from acrobat.bench.grid import check
+from acrobat.bench.load import Busy
 from acrobat.models import MODEL_NAMES
 
 
@@ -85,8 +86,39 @@ def test_run_prints_one_json_row(capsys):
         "peak_bytes",
         "total_min_ms",
         "total_max_ms",
+        "total_q1_ms",
+        "total_q3_ms",
+        "exe_q1_ms",
+        "load_avg",
+        "blas",
+        "blas_threads",
+        "threads",
+        "openblas_num_threads",
     ):
         assert k in row
+    assert row["total_min_ms"] <= row["total_q1_ms"] <= row["total_ms"] <= row["total_q3_ms"]
+    assert row["total_q3_ms"] <= row["total_max_ms"]
+
+
+def test_run_forces_threads(capsys):
+    args = ["run", "--model", "birnn", "--size", "tiny", "--batch", "2", "--runs", "1"]
+    assert main([*args, "--warmup", "0", "--threads", "1"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["threads"] in ("forced 1 (threads=1)", "no BLAS thread control")
+
+
+def test_every_row_carries_spread_load_and_threads(quick_rows):
+    for r in quick_rows:
+        if r["system"] in ("acrobat", "eager-numpy", "hand-batched"):
+            for k in ("total_q1_ms", "total_q3_ms", "total_min_ms", "total_max_ms", "load_avg"):
+                assert k in r, (r["system"], k)
+            assert r["blas"] and "blas_threads" in r and r["threads"]
+
+
+def test_load_test_runs_quiet_and_busy(capsys):
+    assert main(["load-test", "--size", "tiny", "--batch", "2", "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "quiet/auto" in out and "busy/auto / quiet/auto" in out and "BLAS:" in out
 
 
 def test_report_files(quick_rows, tmp_path):
@@ -98,3 +130,13 @@ def test_report_files(quick_rows, tmp_path):
     html = (tmp_path / "rep.html").read_text()
     assert "<html" in html.lower() and "Bokeh" in html
     assert (tmp_path / "rep.csv").read_text().startswith("model,size,batch")
+
+
+def test_busy_process_is_bounded_and_killed():
+    calls = []
+    busy = Busy(lambda: calls.append(1) or {"total_ms": 1.0}, seconds=30, lead=0.0)
+    assert busy() == {"total_ms": 1.0} and busy() == {"total_ms": 1.0}
+    proc = busy.proc
+    assert proc is not None and proc.poll() is None  # alive (suspended) between calls
+    busy.close()
+    assert proc.poll() is not None and busy.proc is None and calls == [1, 1]

@@ -30,6 +30,9 @@ FIELDS = (
     "backend",
     "strategy",
     "strategy_reason",
+    "blas",
+    "blas_threads",
+    "threads",
 )
 
 

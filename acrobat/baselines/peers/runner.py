@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import subprocess
 import tempfile
 from pathlib import Path
@@ -12,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from acrobat.baselines.measure import LoadProbe, load_fields, measure, row_fields, spread
 from acrobat.baselines.peers import torch_peer
-from acrobat.baselines.timing import summarize, timed
 from acrobat.ir.values import to_list
 
 STRATEGIES = {"off": 0, "agenda": 1, "depth": 2}
@@ -66,6 +65,7 @@ def run_dynet(
         }
         (Path(tmp) / "job.json").write_text(json.dumps(job))
         script = Path(__file__).with_name("dynet_job.py")
+        probe = LoadProbe().start()
         proc = subprocess.run(
             [py, str(script), str(Path(tmp) / "job.json")],
             capture_output=True,
@@ -74,14 +74,14 @@ def run_dynet(
         )
     if proc.returncode != 0:
         return {**base, "status": "failed: " + proc.stderr.strip().splitlines()[-1][:200]}
+    load = probe.stop()  # over the whole job, its start-up included
     res = json.loads(proc.stdout.strip().splitlines()[-1])
-    t = res["times_ms"]
     return {
         **base,
         "status": "ok",
-        "total_ms": statistics.median(t),
-        "total_min_ms": min(t),
-        "total_max_ms": max(t),
+        **row_fields("total_ms", spread(res["times_ms"])),
+        **load_fields(load),
+        "blas": "dynet (Eigen, its own kernels)",
         "checksum": res["checksum"],
     }
 
@@ -94,15 +94,14 @@ def run_torch(model: str, params: dict, instances: list, runs: int, warmup: int)
     fn = torch_peer.PEER_MODELS.get(model)
     if fn is None:
         return {**base, "status": "no PyTorch version of this model"}
-    times, out = timed(lambda: fn(params, instances), runs, warmup)
-    s = summarize(times)
+    m = measure(lambda: fn(params, instances), repeats=runs, warmup=warmup)
     return {
         **base,
         "status": "ok",
-        "total_ms": s["median"],
-        "total_min_ms": s["min"],
-        "total_max_ms": s["max"],
-        "checksum": _sum(out),
+        **row_fields("total_ms", m.spread("run")),
+        **load_fields(m.load),
+        "blas": "torch",
+        "checksum": _sum(m.results["run"]),
     }
 
 

@@ -1,0 +1,237 @@
+"""BLAS threads per run, decided from the machine's load; the work size is left to the BLAS.
+
+NumPy's BLAS (OpenBLAS here) runs every GEMM on all its threads by default. When anything
+else uses a core, a descheduled BLAS thread stalls the others at their barrier: measured on
+this repository's 2-core machine with one busy process beside it, a 64x512x1280 GEMM took
+0.9 ms on one thread and 21 ms on two, and TreeLSTM small b64 went from 37 ms (quiet, two
+threads) to a 114 ms median and 358 ms worst (busy, two threads) against 52 ms on one.
+
+The policy (``threads=None``, the default, "auto"), decided at the start of every run:
+the BLAS's thread count as found (its default, or a limit the caller set), less one thread per core that other processes keep busy
+(their CPU share from ``/proc/stat`` over the most recent window of
+:data:`SAMPLE_SECONDS` or more, minus this process's own CPU time; a core counts as taken
+above :data:`CORE_TAKEN`). The setting is changed only when it differs (a switch through
+``threadpoolctl``'s library controller costs about a microsecond; ``threadpool_limits``
+re-scans the libraries and costs about 230 us) and the BLAS is left as it was found when
+the run ends.
+
+Work size: small GEMMs do not pay thread synchronization because the BLAS already runs
+them on one thread (OpenBLAS below about 2.6e5 multiply-adds per GEMM, and with fewer
+threads as the size grows). Switching per launch was measured and lost: with a work
+threshold per kernel launch (4e6, 1e6 or 2.5e5 FLOPs), quiet runs were 0-15% slower than
+leaving two threads on (e.g. StackRNN large b64 96 vs 83 ms with 111-242 switches,
+NestedRNN large b8 28 vs 25.5 ms), because a switch wakes parked BLAS workers (~5 us per
+switch pair measured) and the band where one thread beats two (about 1e6-4e6 FLOPs) gains
+only a few microseconds per launch, inconsistently.
+
+A user forces a count with ``acrobat.run(..., threads=N)`` or the environment variable
+``ACROBAT_THREADS=N`` (``threads=`` wins; ``ACROBAT_THREADS=auto`` is the default
+policy). The run's :class:`~acrobat.runtime.run.RunStats` say which BLAS ran, with how
+many threads, and why (``blas``, ``blas_threads``, ``threads``). Without
+``threadpoolctl`` or a BLAS it controls, nothing is switched and ``threads`` says so.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+
+import numpy  # noqa: F401  (loads the BLAS, so that threadpoolctl finds it)
+
+from acrobat.errors import AcrobatError
+
+try:
+    from threadpoolctl import ThreadpoolController
+except ImportError:  # a dependency, but the runtime works without it (no thread control)
+    ThreadpoolController = None
+
+ENV = "ACROBAT_THREADS"
+
+# How often (at most) the load of other processes is re-read: the shortest window it is
+# averaged over (``/proc/stat`` counts in 10 ms ticks, so much shorter windows are noise).
+SAMPLE_SECONDS = 0.05
+# Other processes' load above this many cores takes a core (rounded up past it). A quiet
+# 2-core machine here reads 0.0-0.2 cores of others (kernel threads, idle helpers); one
+# busy process reads 0.5-1.5 (the 50 ms windows are coarse).
+CORE_TAKEN = 0.3
+
+
+class _Blas:
+    """The process's BLAS libraries (found once, when first needed) and their thread count."""
+
+    def __init__(self) -> None:
+        self.libs: list = []
+        self.name = "none"
+        self.default = 1
+        try:
+            found = ThreadpoolController().lib_controllers if ThreadpoolController else []
+        except Exception:  # threadpoolctl cannot inspect this process
+            found = []
+        self.libs = [c for c in found if c.user_api == "blas"]
+        if self.libs:
+            self.name = ", ".join(
+                f"{c.internal_api} {c.version or '?'} ({c.threading_layer})" for c in self.libs
+            )
+            self.default = max(int(c.num_threads or 1) for c in self.libs)
+        self.current = self.get()
+
+    def get(self) -> int:
+        """The thread count now (the largest over the libraries)."""
+        if not self.libs:
+            return 1
+        return max(int(c.get_num_threads() or 1) for c in self.libs)
+
+    def set(self, n: int) -> None:
+        if n != self.current:
+            for c in self.libs:
+                c.set_num_threads(n)
+            self.current = n
+
+
+_BLAS: _Blas | None = None
+
+
+def blas() -> _Blas:
+    """The process's BLAS facts and controller (made on first call)."""
+    global _BLAS
+    if _BLAS is None:
+        _BLAS = _Blas()
+    return _BLAS
+
+
+def cpus() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class _OthersLoad:
+    """How many cores other processes keep busy, from ``/proc/stat`` deltas minus this
+    process's own CPU time. Read at the start and end of each run; a read updates the
+    estimate once the window since the last update is :data:`SAMPLE_SECONDS` or more
+    (shorter windows keep accumulating), so the estimate covers the most recent
+    window of at least that length."""
+
+    def __init__(self) -> None:
+        self.t = None
+        self.cores = 0.0  # the last estimate
+
+    @staticmethod
+    def _read() -> tuple[float, float, float, int] | None:
+        try:
+            with open("/proc/stat") as f:
+                head = f.readline().split()
+                running = 0
+                for line in f:
+                    if line.startswith("procs_running"):
+                        running = int(line.split()[1])
+                        break
+        except (OSError, ValueError):
+            return None
+        vals = [float(v) for v in head[1:9]]
+        idle = vals[3] + vals[4]
+        t = os.times()
+        return sum(vals) - idle, sum(vals), t.user + t.system, running
+
+    def estimate(self, ncpu: int) -> float:
+        now = time.monotonic()
+        if self.t is not None and now - self.t < SAMPLE_SECONDS:
+            return self.cores
+        sample = self._read()
+        if sample is None:
+            return 0.0
+        busy, total, own, running = sample
+        if self.t is None:  # first look: the tasks running right now, less this one
+            self.cores = float(max(0, running - 1))
+        else:
+            d_total = total - self.prev[1]
+            wall = now - self.t
+            if d_total > 0 and wall > 0:
+                busy_cores = (busy - self.prev[0]) / d_total * ncpu
+                own_cores = (own - self.prev[2]) / wall
+                self.cores = max(0.0, busy_cores - own_cores)
+        self.t, self.prev = now, sample
+        return self.cores
+
+
+_OTHERS = _OthersLoad()
+
+
+def resolve(threads: int | None) -> tuple[int | None, str]:
+    """A user's setting: ``threads=`` if given, else ``ACROBAT_THREADS``; returns the
+    forced count (``None``: auto) and where it came from."""
+    if threads is not None:
+        if int(threads) < 1:
+            raise AcrobatError(
+                f"threads must be a count >= 1 or None, got {threads!r}",
+                hint="None lets the runtime choose (see acrobat/runtime/threads.py)",
+            )
+        return int(threads), f"threads={int(threads)}"
+    env = os.environ.get(ENV, "").strip().lower()
+    if env and env != "auto":
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise AcrobatError(
+                f"{ENV} must be a positive integer or 'auto', got {env!r}",
+                hint=f"unset {ENV} to let the runtime choose",
+            )
+        return n, f"{ENV}={n}"
+    return None, "auto"
+
+
+def describe() -> str:
+    """The policy in one line (for benchmark output)."""
+    b = blas()
+    forced, why = resolve(None)
+    if forced is not None:
+        return f"{b.name}: {forced} thread(s) ({why})"
+    return f"{b.name}: auto, {b.default} threads less one per core other processes keep busy"
+
+
+class ThreadPlan:
+    """The thread decision of one prepared program: :meth:`begin` sets the run's count,
+    :meth:`end` restores the BLAS and says what ran."""
+
+    def __init__(self, active: bool = True):
+        self.host = active  # the backend's kernels call the host BLAS
+        self.blas = blas() if active else None
+        self.active = active and bool(self.blas.libs)
+        self.found = self.used = 0
+        self.why = ""
+
+    def begin(self, threads: int | None) -> None:
+        """Decide and set this run's thread count."""
+        forced, why = resolve(threads)
+        self.used = 0
+        if not self.active:
+            self.why = "no BLAS thread control" if self.host else "not a host-BLAS backend"
+            return
+        b = self.blas
+        self.found = b.current = b.get()
+        if forced is not None:
+            self.used = forced
+            self.why = f"forced {forced} ({why})"
+        else:
+            ncpu = min(cpus(), self.found)  # a limit the caller set around the run holds
+            others = _OTHERS.estimate(cpus())
+            taken = math.ceil(others - CORE_TAKEN) if others > CORE_TAKEN else 0
+            self.used = max(1, ncpu - taken)
+            self.why = (
+                f"auto: {self.used} of {self.found} (others busy {others:.1f} of {cpus()} cores)"
+            )
+        b.set(self.used)
+
+    def end(self) -> int:
+        """Restore the BLAS; returns the threads the run used (0: none controlled)."""
+        if self.active:
+            self.blas.set(self.found)
+            # close the load window here, so that the next run's begin() judges the time
+            # since this run ended (when that is long enough) rather than this run too
+            _OTHERS.estimate(cpus())
+        return self.used

@@ -1,0 +1,143 @@
+"""BLAS threads per launch (acrobat/runtime/threads.py): the decisions, forcing them, the
+statistics, and that outputs do not depend on them. No timing."""
+
+from __future__ import annotations
+
+import pytest
+
+import acrobat
+from acrobat.runtime import threads
+from acrobat.runtime.threads import ENV, ThreadPlan, resolve
+from tests.runtime.helpers import assert_outputs_equal, batch, program
+
+
+class FakeLib:
+    """A BLAS controller that records the settings it was given."""
+
+    user_api = "blas"
+
+    def __init__(self, n: int):
+        self.n, self.log = n, []
+
+    def get_num_threads(self) -> int:
+        return self.n
+
+    def set_num_threads(self, n: int) -> None:
+        self.n = n
+        self.log.append(n)
+
+
+class FakeBlas(threads._Blas):
+    def __init__(self, default: int):
+        self.lib = FakeLib(default)
+        self.libs, self.name, self.default = [self.lib], "fake 1.0 (pthreads)", default
+        self.current = self.get()
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """A 4-thread fake BLAS on 4 CPUs with no other load; returns a setter for the load."""
+    blas = FakeBlas(4)
+    monkeypatch.setattr(threads, "_BLAS", blas)
+    monkeypatch.setattr(threads, "cpus", lambda: 4)
+    monkeypatch.delenv(ENV, raising=False)
+    others = {"cores": 0.0}
+    monkeypatch.setattr(threads._OTHERS, "estimate", lambda ncpu: others["cores"])
+    return blas, others
+
+
+def test_resolve_argument_env_and_errors(monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    assert resolve(None) == (None, "auto")
+    assert resolve(3) == (3, "threads=3")
+    monkeypatch.setenv(ENV, "2")
+    assert resolve(None) == (2, f"{ENV}=2")
+    assert resolve(1) == (1, "threads=1")  # the argument wins
+    monkeypatch.setenv(ENV, "auto")
+    assert resolve(None) == (None, "auto")
+    for bad in ("0", "many", "-1"):
+        monkeypatch.setenv(ENV, bad)
+        with pytest.raises(acrobat.AcrobatError, match=ENV):
+            resolve(None)
+    with pytest.raises(acrobat.AcrobatError):
+        resolve(0)
+
+
+def test_auto_uses_the_cores_others_leave(fake):
+    blas, others = fake
+    plan = ThreadPlan()
+    for cores, expect in [(0.0, 4), (0.25, 4), (0.5, 3), (1.0, 3), (1.4, 2), (3.9, 1), (8.0, 1)]:
+        others["cores"] = cores
+        plan.begin(None)
+        assert blas.lib.n == expect, cores
+        assert plan.end() == expect and blas.lib.n == 4  # restored as found
+        assert plan.why.startswith(f"auto: {expect} of 4")
+    assert blas.lib.log.count(4) == 5  # set (and restored) only when it differed
+
+
+def test_forced_counts(fake, monkeypatch):
+    blas, others = fake
+    others["cores"] = 3.0
+    plan = ThreadPlan()
+    plan.begin(2)
+    assert blas.lib.n == 2 and plan.end() == 2 and plan.why == "forced 2 (threads=2)"
+    monkeypatch.setenv(ENV, "3")
+    plan.begin(None)
+    assert blas.lib.n == 3 and plan.end() == 3 and ENV in plan.why
+    assert blas.lib.n == 4
+
+
+def test_inactive_plan_switches_nothing(fake):
+    blas, _ = fake
+    plan = ThreadPlan(active=False)
+    plan.begin(None)
+    assert plan.end() == 0 and blas.lib.log == []
+    assert plan.why == "not a host-BLAS backend"
+
+
+def test_no_controllable_blas(monkeypatch):
+    blas = FakeBlas(2)
+    blas.libs, blas.name = [], "none"
+    monkeypatch.setattr(threads, "_BLAS", blas)
+    plan = ThreadPlan()
+    plan.begin(None)
+    assert plan.end() == 0 and plan.why == "no BLAS thread control"
+
+
+def test_run_records_the_threads_and_outputs_do_not_change():
+    xs, refs = batch("treelstm", 5, 0)
+    prog = program("treelstm")
+    before = threads.blas().get()
+    results = {t: acrobat.run(prog, xs, threads=t) for t in (None, 1, 2)}
+    assert threads.blas().get() == before  # the BLAS is left as found
+    for t, res in results.items():
+        assert_outputs_equal(res.outputs, refs, f"threads={t}")
+        s = res.stats
+        assert s.blas == threads.blas().name and s.threads
+        if threads.blas().libs:
+            assert s.blas_threads >= 1
+            if t is not None:
+                assert s.blas_threads == t and s.threads == f"forced {t} (threads={t})"
+
+
+def test_env_var_forces_a_run(monkeypatch):
+    if not threads.blas().libs:
+        pytest.skip("no BLAS that threadpoolctl controls")
+    monkeypatch.setenv(ENV, "1")
+    xs, _ = batch("treelstm", 3, 0)
+    s = acrobat.run(program("treelstm"), xs).stats
+    assert s.blas_threads == 1 and ENV in s.threads
+
+
+def test_bad_threads_argument_raises():
+    xs, _ = batch("treelstm", 2, 0)
+    with pytest.raises(acrobat.AcrobatError, match="threads must be"):
+        acrobat.run(program("treelstm"), xs, threads=0)
+
+
+def test_load_estimate_is_a_number_of_cores():
+    # the real sampler, twice (the second within the window keeps the estimate)
+    est = threads._OthersLoad()
+    a = est.estimate(threads.cpus())
+    b = est.estimate(threads.cpus())
+    assert a >= 0.0 and b == a
