@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from acrobat.backends.base import Backend
-from acrobat.codegen.records import ARGS, INST, OUT, STRIDE
+from acrobat.codegen.records import ARGS, INST, OUT, READ_ARGMAX, STRIDE
 from acrobat.errors import IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType
 from acrobat.runtime.arena import ArenaPool
@@ -84,6 +84,31 @@ class Executor:
         """A copy of value ``vid`` as a host NumPy array."""
         a = self.arena_list[self.arena_of[vid]]
         return self.backend.to_host(a.buf[self.row_of[vid]].reshape(a.shape))
+
+    def answer_reads(self, ops: list[int], vids: list[int]) -> list:
+        """What fiber reads get, in order: for ``READ_ITEM`` the float of a one-element
+        tensor, for ``READ_ARGMAX`` the flat argmax (an int) of a tensor. One copy to the
+        host per (arena, op), not one per read."""
+        ids = np.array(vids, np.int64)
+        rows = self.row_of[ids]
+        where: dict[tuple[int, int], list[int]] = {}
+        for i, key in enumerate(zip(self.arena_of[ids].tolist(), ops)):
+            where.setdefault(key, []).append(i)
+        answers: list = [None] * len(vids)
+        xp = self.backend.xp
+        for (a, op), idx in where.items():
+            arena = self.arena_list[a]
+            r = rows[idx]
+            data = self.backend.to_host(arena.buf.take(r if xp is np else xp.asarray(r), axis=0))
+            if op == READ_ARGMAX:
+                values = data.argmax(axis=1).tolist()
+            elif arena.width == 1 and 0 not in arena.shape:  # one element
+                values = data[:, 0].tolist()
+            else:  # not one element: float() raises as it would for a single read
+                values = [float(v.reshape(arena.shape).reshape(())) for v in data]
+            for i, v in zip(idx, values):
+                answers[i] = v
+        return answers
 
     def output_bytes(self, dfg: DFG) -> int:
         """Bytes the outputs of every pending node will take (for the memory check)."""

@@ -51,9 +51,11 @@ def run_fibers(
     roots: list[Fiber],
     set_instance: Callable[[int], None],
     flush: Callable[[], None],
-    read: Callable[[int, int], object],
+    read_all: Callable[[list[int], list[int]], list],
 ) -> tuple[list, int]:
-    """Drive fibers to completion; returns (results by root order, DFG passes made)."""
+    """Drive fibers to completion; returns (results by root order, DFG passes made).
+
+    ``read_all(ops, value ids)`` answers every read of a pass at once, in order."""
     results: list = [None] * len(roots)
     ready: deque = deque((f, None) for f in roots)
     reads: list = []
@@ -102,8 +104,8 @@ def run_fibers(
         if reads:
             flush()
             passes += 1
-            for fiber, op, vid in reads:
-                ready.append((fiber, read(op, vid)))
+            answers = read_all([op for _, op, _ in reads], [vid for _, _, vid in reads])
+            ready.extend(zip([fiber for fiber, _, _ in reads], answers))
             reads = []
         elif barrier:
             ready.extend((f, None) for f in barrier)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from acrobat.backends import get_backend
-from acrobat.codegen.records import ARGS, INST, OUT, READ_ITEM, STRIDE, float_bits
+from acrobat.codegen.records import ARGS, INST, OUT, STRIDE, float_bits
 from acrobat.errors import AcrobatNameError, InstanceError
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
 from acrobat.runtime.arena import ArenaPool
@@ -327,11 +327,9 @@ class Runtime:
         if self.entry_is_fiber:
             roots = [Fiber(st.entry(*a, self.base), i) for i, a in enumerate(args_list)]
 
-            def read(op, vid):
-                v = ex.read(vid)
-                return float(v.reshape(())) if op == READ_ITEM else int(np.argmax(v))
-
-            raw, _ = run_fibers(roots, lambda i: st.start(i, None), lambda: self.flush(st), read)
+            raw, _ = run_fibers(
+                roots, lambda i: st.start(i, None), lambda: self.flush(st), ex.answer_reads
+            )
         else:
             raw = []
             for i, a in enumerate(args_list):
