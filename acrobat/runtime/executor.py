@@ -31,6 +31,7 @@ class Executor:
         self.pool = pool
         self.backend = backend
         self.arena_list = []
+        self.upload_arenas: dict[tuple, object] = {}  # (shape, dtype) -> arena, for uploads
         self.arena_index: dict[int, int] = {}
         self.in_arenas = [
             [self._arena(t) if m == "batched" else None for _, t, m in k.params] for k in kernels
@@ -73,7 +74,10 @@ class Executor:
     # -- values ------------------------------------------------------------------------
     def upload(self, vid: int, value: np.ndarray) -> None:
         """Store an input tensor as value ``vid``."""
-        a = self._arena(TensorType(value.shape, str(value.dtype)))
+        key = (value.shape, value.dtype)
+        a = self.upload_arenas.get(key)
+        if a is None:
+            a = self.upload_arenas[key] = self._arena(TensorType(value.shape, str(value.dtype)))
         row = a.alloc(1)
         a.buf[row] = self.backend.to_device(value.reshape(-1))
         self.reserve(vid + 1)
