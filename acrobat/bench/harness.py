@@ -3,7 +3,9 @@
 A row is a flat dict (JSON-ready). Times are milliseconds for the whole batch:
 ``gen_ms`` (DFG construction: the host program plus record arrays), ``sched_ms``,
 ``exe_ms`` (execution incl. gathers and device sync), ``total_ms`` (everything ``run``
-does for the batch). Model FLOPs count the kernels actually executed (per instance,
+does for the batch), ``kernel_ms`` (inside the kernel calls); ``host_share`` and
+``host_us_per_launch`` as :class:`acrobat.runtime.run.RunStats` defines them (host time =
+``total_ms - kernel_ms``), ``gen_sched_share`` = ``(gen_ms + sched_ms) / total_ms``. Model FLOPs count the kernels actually executed (per instance,
 summed), so GFLOP/s are comparable across policies and baselines on the same inputs.
 """
 
@@ -61,12 +63,17 @@ def run_acrobat(
     compile_ms = (time.perf_counter() - t) * 1e3
     res = acrobat.run(prog, xs, policy=policy, backend=backend)  # traced once, for FLOPs
     flops = executed_flops(prog, res)
-    samples: dict[str, list[float]] = {k: [] for k in ("gen_ms", "sched_ms", "exe_ms", "total_ms")}
+    samples: dict[str, list[float]] = {
+        k: [] for k in ("gen_ms", "sched_ms", "exe_ms", "total_ms", "kernel_ms")
+    }
+    host: dict[str, list[float]] = {k: [] for k in ("host_share", "host_us_per_launch")}
     for i in range(warmup + runs):
         res = acrobat.run(prog, xs, policy=policy, backend=backend, trace_level="off")
         if i >= warmup:
             for k in samples:
                 samples[k].append(res.stats[k])
+            for k in host:
+                host[k].append(res.stats[k])
     row: dict[str, Any] = {
         "system": "acrobat",
         "model": model,
@@ -85,6 +92,9 @@ def run_acrobat(
         row[k] = s["median"]
         row[k.replace("_ms", "_min_ms")] = s["min"]
         row[k.replace("_ms", "_max_ms")] = s["max"]
+    for k, v in host.items():  # as RunStats defines them: host = total - kernel time
+        s = summarize(v)
+        row[k], row[k + "_min"], row[k + "_max"] = s["median"], s["min"], s["max"]
     st = res.stats
     row.update(
         launches=st["launches"],
@@ -95,7 +105,9 @@ def run_acrobat(
         peak_bytes=st["peak_arena_bytes"],
         flops=flops,
         gflops=flops / (row["total_ms"] * 1e6) if row["total_ms"] else 0.0,
-        host_share=(row["gen_ms"] + row["sched_ms"]) / row["total_ms"] if row["total_ms"] else 0.0,
+        gen_sched_share=(row["gen_ms"] + row["sched_ms"]) / row["total_ms"]
+        if row["total_ms"]
+        else 0.0,
         checksum=checksum(res.outputs),
     )
     return row
