@@ -272,14 +272,15 @@ def measure(
 def row_fields(name: str, s: Spread) -> dict[str, float]:
     """A spread as flat row fields: ``name`` ending in ``_ms`` (e.g. ``total_ms``) gives
     ``total_ms`` (the median), ``total_q1_ms``, ``total_q3_ms``, ``total_min_ms`` and
-    ``total_max_ms``."""
-    stem = name[: -len("_ms")] if name.endswith("_ms") else name
+    ``total_max_ms``; any other name (e.g. ``host_share``) gives ``host_share``,
+    ``host_share_q1``, ``host_share_q3``, ``host_share_min`` and ``host_share_max``."""
+    stem, unit = (name[: -len("_ms")], "_ms") if name.endswith("_ms") else (name, "")
     return {
-        f"{stem}_ms": s.median,
-        f"{stem}_q1_ms": s.q1,
-        f"{stem}_q3_ms": s.q3,
-        f"{stem}_min_ms": s.min,
-        f"{stem}_max_ms": s.max,
+        f"{stem}{unit}": s.median,
+        f"{stem}_q1{unit}": s.q1,
+        f"{stem}_q3{unit}": s.q3,
+        f"{stem}_min{unit}": s.min,
+        f"{stem}_max{unit}": s.max,
     }
 
 

@@ -8,7 +8,9 @@ runs, then N runs; every time is the median with its spread (``*_q1_ms``, ``*_q3
 A row is a flat dict (JSON-ready). Times are milliseconds for the whole batch:
 ``gen_ms`` (DFG construction: the host program plus record arrays), ``sched_ms``,
 ``exe_ms`` (execution incl. gathers and device sync), ``total_ms`` (everything ``run``
-does for the batch). Model FLOPs count the kernels actually executed (per instance,
+does for the batch), ``kernel_ms`` (inside the kernel calls); ``host_share`` and
+``host_us_per_launch`` as :class:`acrobat.runtime.run.RunStats` defines them (host time =
+``total_ms - kernel_ms``), ``gen_sched_share`` = ``(gen_ms + sched_ms) / total_ms``. Model FLOPs count the kernels actually executed (per instance,
 summed), so GFLOP/s are comparable across policies and baselines on the same inputs.
 """
 
@@ -91,7 +93,15 @@ def run_acrobat(
     compile_ms = (time.perf_counter() - t) * 1e3
     res = acrobat.run(prog, xs, policy=policy, backend=backend, threads=threads)  # for FLOPs
     flops = executed_flops(prog, res)
-    metrics = ("gen_ms", "sched_ms", "exe_ms", "total_ms")
+    metrics = (
+        "gen_ms",
+        "sched_ms",
+        "exe_ms",
+        "total_ms",
+        "kernel_ms",
+        "host_share",  # as RunStats defines them: host = total - kernel time
+        "host_us_per_launch",
+    )
 
     def one_run():
         return acrobat.run(
@@ -125,7 +135,9 @@ def run_acrobat(
         peak_bytes=st["peak_arena_bytes"],
         flops=flops,
         gflops=flops / (row["total_ms"] * 1e6) if row["total_ms"] else 0.0,
-        host_share=(row["gen_ms"] + row["sched_ms"]) / row["total_ms"] if row["total_ms"] else 0.0,
+        gen_sched_share=(row["gen_ms"] + row["sched_ms"]) / row["total_ms"]
+        if row["total_ms"]
+        else 0.0,
         checksum=checksum(res.outputs),  # the traced run's outputs (same inputs)
         strategy=st["strategy"],  # what strategy="auto" ran in the measured runs, and why
         strategy_reason=st["strategy_reason"],

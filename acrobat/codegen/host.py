@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from acrobat.codegen import ident
-from acrobat.codegen.records import CALL, PHASE, READ_ARGMAX, READ_ITEM, SPAWN, STRIDE
+from acrobat.codegen.records import CALL, PHASE, READ_ARGMAX, READ_ITEM, SPAWN, STRIDE, TAIL
 from acrobat.ir.nodes import (
     Const,
     CtorCall,
@@ -142,6 +142,10 @@ class _Gen:
             self.tail(e.orelse, ind + 1)
         elif isinstance(e, Match):
             self.match(e, ind, None)
+        elif self.is_fiber and isinstance(e, FnCall) and e.fn in self.fibers:
+            # a tail call: the callee's (value, d) is ours; it replaces this generator
+            call = f"{fn(e.fn)}({', '.join([self.atom(a) for a in e.args] + ['d'])})"
+            self.emit(ind, f"return (yield ({TAIL}, {call}))")
         else:
             r = self.fresh()
             self.bind(r, e, ind)

@@ -29,6 +29,9 @@ generators; they yield ``(op, payload)`` to the fiber scheduler
 * ``(READ_ITEM, value id)`` / ``(READ_ARGMAX, value id)``: the float of a one-element
   tensor / the flat argmax of a tensor, once the pending DFG has run;
 * ``(CALL, generator)``: run another fiber function (trampolined, no C recursion);
+* ``(TAIL, generator)``: the same, in tail position: the callee's result is the caller's,
+  so the callee replaces the caller (which is never resumed) and the fiber's stack does
+  not grow with a recursion that ends in a call;
 * ``(SPAWN, generators)``: run independent children; resume with all their results;
 * ``(PHASE, None)``: wait at a phase barrier until every fiber has reached it.
 """
@@ -39,7 +42,7 @@ import struct
 
 STRIDE = 1 << 32  # depth keys: phase * STRIDE + depth
 KEY, OUT, INST, ARGS = 0, 1, 2, 3  # record columns; arguments start at ARGS
-READ_ITEM, READ_ARGMAX, CALL, SPAWN, PHASE = range(5)  # fiber request ops
+READ_ITEM, READ_ARGMAX, CALL, SPAWN, PHASE, TAIL = range(6)  # fiber request ops
 
 _FLOAT64, _INT64 = struct.Struct("<d"), struct.Struct("<q")
 
@@ -60,5 +63,6 @@ __all__ = [
     "READ_ITEM",
     "SPAWN",
     "STRIDE",
+    "TAIL",
     "float_bits",
 ]

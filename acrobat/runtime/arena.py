@@ -53,13 +53,8 @@ class Arena:
         they are contiguous and ``zero_copy`` is on (the outputs of one batch are one
         block), else a copy."""
         n = rows.shape[0]
-        r0 = int(rows[0]) if n else 0
-        if (
-            self.zero_copy
-            and n
-            and int(rows[-1]) - r0 == n - 1
-            and (n < 3 or np.array_equal(rows, np.arange(r0, r0 + n)))
-        ):
+        if self.zero_copy and n and _consecutive(rows, n):
+            r0 = int(rows[0])
             return self.buf[r0 : r0 + n].reshape((n,) + self.shape), 0
         idx = rows if self.xp is np else self.xp.asarray(rows)
         out = self.buf.take(idx, axis=0).reshape((n,) + self.shape)
@@ -68,6 +63,16 @@ class Arena:
     @property
     def nbytes(self) -> int:
         return self.peak * self.width * self.dtype.itemsize
+
+
+def _consecutive(rows: np.ndarray, n: int) -> bool:
+    """``rows`` (host ints, ``n > 0`` of them) are ``r0, r0 + 1, ..., r0 + n - 1``."""
+    if n <= 256:  # small: Python list equality beats NumPy's per-call overhead
+        lst = rows.tolist()
+        r0 = lst[0]
+        return lst[-1] - r0 == n - 1 and lst == list(range(r0, r0 + n))
+    r0 = int(rows[0])
+    return int(rows[-1]) - r0 == n - 1 and bool((rows[1:] > rows[:-1]).all())
 
 
 class ArenaPool:

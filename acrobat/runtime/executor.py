@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from acrobat.backends.base import Backend
-from acrobat.codegen.records import ARGS, INST, OUT, STRIDE
+from acrobat.codegen.records import ARGS, INST, OUT, READ_ARGMAX, STRIDE
 from acrobat.errors import IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType
 from acrobat.runtime.arena import ArenaPool
@@ -31,6 +31,7 @@ class Executor:
         self.pool = pool
         self.backend = backend
         self.arena_list = []
+        self.upload_arenas: dict[tuple, object] = {}  # (shape, dtype) -> arena, for uploads
         self.arena_index: dict[int, int] = {}
         self.in_arenas = [
             [self._arena(t) if m == "batched" else None for _, t, m in k.params] for k in kernels
@@ -40,6 +41,19 @@ class Executor:
             KernelInfo(k.name, tuple(m == "batched" for _, _, m in k.params), len(k.outputs))
             for k in kernels
         ]
+        # per kernel, what a launch needs: (fn, [(record column, input arena or None for
+        # a host int)], [(output arena, its index in arena_list)], fused gather)
+        fused = backend.fused_gather and pool.zero_copy
+        self.plans = [
+            (
+                fn,
+                [(ARGS + a, arena) for a, arena in enumerate(ins)],
+                [(arena, self.arena_index[id(arena)]) for arena in outs],
+                fused,
+            )
+            for fn, ins, outs in zip(fns, self.in_arenas, self.out_arenas)
+        ]
+        self.out_bytes = [sum(a.width * a.dtype.itemsize for a in outs) for outs in self.out_arenas]
         self.row_of = np.zeros(1024, np.int64)
         self.arena_of = np.zeros(1024, np.int16)
 
@@ -60,7 +74,10 @@ class Executor:
     # -- values ------------------------------------------------------------------------
     def upload(self, vid: int, value: np.ndarray) -> None:
         """Store an input tensor as value ``vid``."""
-        a = self._arena(TensorType(value.shape, str(value.dtype)))
+        key = (value.shape, value.dtype)
+        a = self.upload_arenas.get(key)
+        if a is None:
+            a = self.upload_arenas[key] = self._arena(TensorType(value.shape, str(value.dtype)))
         row = a.alloc(1)
         a.buf[row] = self.backend.to_device(value.reshape(-1))
         self.reserve(vid + 1)
@@ -72,71 +89,60 @@ class Executor:
         a = self.arena_list[self.arena_of[vid]]
         return self.backend.to_host(a.buf[self.row_of[vid]].reshape(a.shape))
 
+    def answer_reads(self, ops: list[int], vids: list[int]) -> list:
+        """What fiber reads get, in order: for ``READ_ITEM`` the float of a one-element
+        tensor, for ``READ_ARGMAX`` the flat argmax (an int) of a tensor. One copy to the
+        host per (arena, op), not one per read."""
+        ids = np.array(vids, np.int64)
+        rows = self.row_of[ids]
+        where: dict[tuple[int, int], list[int]] = {}
+        for i, key in enumerate(zip(self.arena_of[ids].tolist(), ops)):
+            where.setdefault(key, []).append(i)
+        answers: list = [None] * len(vids)
+        xp = self.backend.xp
+        for (a, op), idx in where.items():
+            arena = self.arena_list[a]
+            r = rows[idx]
+            data = self.backend.to_host(arena.buf.take(r if xp is np else xp.asarray(r), axis=0))
+            if op == READ_ARGMAX:
+                values = data.argmax(axis=1).tolist()
+            elif arena.width == 1 and 0 not in arena.shape:  # one element
+                values = data[:, 0].tolist()
+            else:  # not one element: float() raises as it would for a single read
+                values = [float(v.reshape(arena.shape).reshape(())) for v in data]
+            for i, v in zip(idx, values):
+                answers[i] = v
+        return answers
+
     def output_bytes(self, dfg: DFG) -> int:
         """Bytes the outputs of every pending node will take (for the memory check)."""
-        total = 0
-        for k, r in enumerate(dfg.records):
-            for a in self.out_arenas[k]:
-                total += len(r) * a.width * a.dtype.itemsize
-        return total
+        return sum(len(r) * b for r, b in zip(dfg.records, self.out_bytes) if b)
 
     # -- execution ---------------------------------------------------------------------
     def run(self, dfg: DFG, sched: Schedule, trace: Trace | None, t0: float, run_pass: int):
-        """Execute every batch of ``sched`` in order; returns bytes gathered."""
-        gathered = 0
+        """Execute every batch of ``sched`` in order; returns ``(bytes gathered, seconds
+        spent in kernel calls)`` (see :meth:`launch`)."""
         phase = None
-        # gather fusion: kernels get (arena buffer, rows) and write into the output blocks
-        fused = self.backend.fused_gather and self.pool.zero_copy
-        take_device_ms = self.backend.take_device_ms
         phases = trace is not None and policy_info(sched.policy).keyed_levels
+        records = dfg.records
+        launch = self.launch
+        gathered = 0
+        kernel_s = 0.0
         for i, batch in enumerate(sched.batches):
-            k = batch.kernel
             if phases:
                 p = batch.level // STRIDE
                 if phase is not None and p != phase:
                     trace.emit(PhaseBoundary(int(p)))
                 phase = p
-            rec = dfg.records[k][batch.nodes]
-            n = len(rec)
-            # outputs first: growing an arena moves its buffer, so inputs are taken after
-            firsts = [arena.alloc(n) for arena in self.out_arenas[k]]
-            args = []
-            moved = 0
-            for a, arena in enumerate(self.in_arenas[k]):
-                col = rec[:, ARGS + a]
-                if fused:  # host rows / ids: the backend uploads them in one copy
-                    args.append(col if arena is None else (arena.buf, self.row_of[col]))
-                elif arena is None:
-                    args.append(self.backend.to_device(col))
-                else:
-                    x, copied = arena.gather(self.row_of[col])
-                    moved += copied
-                    args.append(x)
-            views = [arena.rows(r0, n) for arena, r0 in zip(self.out_arenas[k], firsts)]
-            start = time.perf_counter()
-            try:
-                if fused:  # the kernel writes straight into the output blocks
-                    self.fns[k](n, *args, out=views)
-                else:
-                    for view, out in zip(views, self.fns[k](n, *args)):
-                        view[...] = out
-            except IndexOutOfRange as err:
-                raise InstanceError(
-                    f"{self.kernels[k].name}: embedding {err}",
-                    int(rec[err.position, INST]),
-                    hint="token ids must lie in [0, vocabulary size)",
-                ) from None
-            base = rec[:, OUT]
-            for j, (arena, r0) in enumerate(zip(self.out_arenas[k], firsts)):
-                self.row_of[base + j] = np.arange(r0, r0 + n)
-                self.arena_of[base + j] = self.arena_index[id(arena)]
-            self.backend.synchronize()
-            end = time.perf_counter()
-            times = take_device_ms()
-            device_ms = sum(times) if times is not None else None
+            k = batch.kernel
+            rec = records[k][batch.nodes]
+            moved, start, end = launch(k, rec)
             gathered += moved
+            kernel_s += end - start
             if trace is not None:
-                name = self.kernels[k].name
+                times = self.backend.take_device_ms()
+                device_ms = sum(times) if times is not None else None
+                name, n = self.kernels[k].name, len(rec)
                 trace.emit(BatchFormed(i, name, n, batch.level, sched.policy, run_pass))
                 trace.emit(
                     KernelLaunched(
@@ -150,4 +156,55 @@ class Executor:
                         device_ms,
                     )
                 )
-        return gathered
+        if trace is None:
+            self.backend.take_device_ms()  # drop the device times nobody reads
+        return gathered, kernel_s
+
+    def launch(self, k: int, rec: np.ndarray) -> tuple[int, float, float]:
+        """Run kernel ``k`` once on the nodes ``rec`` (their record rows): gather the
+        inputs, call the kernel, place its outputs in a fresh block of each output arena.
+        Returns ``(bytes gathered, start, end)``: ``perf_counter`` times around the
+        kernel's own work — the call (in the unfused convention, also copying its results
+        into the arena block) and the backend's synchronize."""
+        fn, ins, outs, fused = self.plans[k]
+        row_of = self.row_of
+        n = len(rec)
+        # outputs first: growing an arena moves its buffer, so inputs are taken after
+        firsts = [arena.alloc(n) for arena, _ in outs]
+        args = []
+        moved = 0
+        for col, arena in ins:
+            ids = rec[:, col]
+            if arena is None:  # host ints
+                args.append(ids if fused else self.backend.to_device(ids))
+            elif fused:  # the kernel gathers: (arena buffer, rows), uploaded in one copy
+                args.append((arena.buf, row_of[ids]))
+            else:
+                x, copied = arena.gather(row_of[ids])
+                moved += copied
+                args.append(x)
+        clock = time.perf_counter
+        try:
+            if fused:  # the kernel writes straight into the output blocks
+                views = [arena.rows(r0, n) for (arena, _), r0 in zip(outs, firsts)]
+                start = clock()
+                fn(n, *args, out=views)
+            else:
+                start = clock()
+                results = fn(n, *args)
+                for (arena, _), r0, out in zip(outs, firsts, results):
+                    arena.rows(r0, n)[...] = out
+            self.backend.synchronize()
+            end = clock()
+        except IndexOutOfRange as err:
+            raise InstanceError(
+                f"{self.kernels[k].name}: embedding {err}",
+                int(rec[err.position, INST]),
+                hint="token ids must lie in [0, vocabulary size)",
+            ) from None
+        base = rec[:, OUT]
+        for j, ((_, index), r0) in enumerate(zip(outs, firsts)):
+            ids = base + j if j else base
+            self.row_of[ids] = np.arange(r0, r0 + n)
+            self.arena_of[ids] = index
+        return moved, start, end

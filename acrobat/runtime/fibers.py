@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from acrobat.codegen.records import CALL, PHASE, READ_ARGMAX, READ_ITEM, SPAWN
+from acrobat.codegen.records import CALL, PHASE, READ_ARGMAX, READ_ITEM, SPAWN, TAIL
 from acrobat.errors import InstanceError
 
 # what host arithmetic in the generated program can raise (the reference interpreter
@@ -51,28 +51,37 @@ def run_fibers(
     roots: list[Fiber],
     set_instance: Callable[[int], None],
     flush: Callable[[], None],
-    read: Callable[[int, int], object],
+    read_all: Callable[[list[int], list[int]], list],
 ) -> tuple[list, int]:
-    """Drive fibers to completion; returns (results by root order, DFG passes made)."""
+    """Drive fibers to completion; returns (results by root order, DFG passes made).
+
+    ``read_all(ops, value ids)`` answers every read of a pass at once, in order."""
     results: list = [None] * len(roots)
     ready: deque = deque((f, None) for f in roots)
     reads: list = []
     barrier: list = []
     passes = 0
     root_index = {id(f): i for i, f in enumerate(roots)}
+    popleft, push = ready.popleft, ready.append
+    current = None  # the instance set_instance last set (the host program keeps it)
     while True:
         while ready:
-            fiber, value = ready.popleft()
-            set_instance(fiber.inst)
+            fiber, value = popleft()
+            if fiber.inst != current:
+                current = fiber.inst
+                set_instance(current)
+            stack = fiber.stack
+            gen = stack[-1]
             while True:
                 try:
-                    req = fiber.stack[-1].send(value)
+                    req = gen.send(value)
                 except HOST_FAILURES as err:
                     raise host_failure(err, fiber.inst) from None
                 except StopIteration as stop:
-                    fiber.stack.pop()
+                    stack.pop()
                     value = stop.value
-                    if fiber.stack:
+                    if stack:
+                        gen = stack[-1]
                         continue
                     parent = fiber.parent
                     if parent is None:
@@ -81,11 +90,16 @@ def run_fibers(
                         parent.results[fiber.slot] = value
                         parent.pending -= 1
                         if parent.pending == 0:
-                            ready.append((parent, parent.results))
+                            push((parent, parent.results))
                     break
                 op = req[0]
+                if op == TAIL:  # the caller is done: the callee takes its place
+                    gen = stack[-1] = req[1]
+                    value = None
+                    continue
                 if op == CALL:
-                    fiber.stack.append(req[1])
+                    gen = req[1]
+                    stack.append(gen)
                     value = None
                     continue
                 if op in (READ_ITEM, READ_ARGMAX):
@@ -95,15 +109,15 @@ def run_fibers(
                     fiber.pending = len(gens)
                     fiber.results = [None] * len(gens)
                     for i, g in enumerate(gens):
-                        ready.append((Fiber(g, fiber.inst, fiber, i), None))
+                        push((Fiber(g, fiber.inst, fiber, i), None))
                 elif op == PHASE:
                     barrier.append(fiber)
                 break
         if reads:
             flush()
             passes += 1
-            for fiber, op, vid in reads:
-                ready.append((fiber, read(op, vid)))
+            answers = read_all([op for _, op, _ in reads], [vid for _, _, vid in reads])
+            ready.extend(zip([fiber for fiber, _, _ in reads], answers))
             reads = []
         elif barrier:
             ready.extend((f, None) for f in barrier)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from acrobat.backends import get_backend
-from acrobat.codegen.records import ARGS, INST, OUT, READ_ITEM, STRIDE, float_bits
+from acrobat.codegen.records import ARGS, INST, OUT, STRIDE, float_bits
 from acrobat.errors import AcrobatNameError, InstanceError
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
 from acrobat.runtime.arena import ArenaPool
@@ -49,6 +49,23 @@ from acrobat.trace import (
 TRACE_LEVELS = ("off", "batches", "nodes")
 
 
+class _LazyBound:
+    """``RunStats.lower_bound``, computed from the run's DFGs when first read: the bound
+    walks every dependency of every pass, which costs more than scheduling them, and most
+    runs (benchmarks, ``trace_level="off"``) never read it."""
+
+    def __get__(self, stats, owner=None) -> int:
+        if stats is None:
+            return 0  # the dataclass default
+        if stats._bound is None:
+            stats._bound = sum(lower_bound(dfg) for dfg in stats._dfgs)
+            stats._dfgs = ()
+        return stats._bound
+
+    def __set__(self, stats, value: int) -> None:
+        stats._bound, stats._dfgs = value, ()
+
+
 @dataclass(eq=False)
 class RunStats(Mapping):
     """Statistics of one run; also a read-only mapping (``stats["launches"]``, ``.get``,
@@ -65,10 +82,22 @@ class RunStats(Mapping):
         passes: flushes that executed at least one node (more than one only when the
             program reads tensor values: one per round of reads, plus the last).
         lower_bound: the batches no valid schedule can beat, summed over the flushes
-            (:func:`acrobat.runtime.schedule.lower_bound`).
+            (:func:`acrobat.runtime.schedule.lower_bound`); computed when first read
+            (the statistics keep the run's DFGs until then).
         bytes_gathered: bytes copied to gather batch inputs that were not contiguous.
         host_ms: the host program's own time, flushes excluded.
         total_ms: the whole run: uploads, host program, flushes, reading the outputs.
+        kernel_ms: the kernels' own time: wall time inside the kernel calls (on the
+            ``numpy`` backend also copying their results into arena rows; on a device
+            backend the launch calls and the synchronize after each), summed over
+            launches. Everything else in ``total_ms`` is host work: uploads, the host
+            program, records to arrays, scheduling, gathers, the executor's bookkeeping,
+            reading outputs. Timed with two ``perf_counter`` reads per launch (well under
+            a microsecond).
+        host_share: ``1 - kernel_ms / total_ms``: the fraction of the run that is host
+            work (0 when ``total_ms`` is 0).
+        host_us_per_launch: host work per launch, ``(total_ms - kernel_ms) * 1000 /
+            launches``, in microseconds (0 without launches).
         mean_batch: ``nodes / launches`` (0 without launches).
         peak_arena_bytes: the most tensor memory the run held at once.
         instances: instances run.
@@ -95,10 +124,13 @@ class RunStats(Mapping):
     launches: int = 0
     nodes: int = 0
     passes: int = 0
-    lower_bound: int = 0
+    lower_bound: int = _LazyBound()  # type: ignore[assignment]
     bytes_gathered: int = 0
     host_ms: float = 0.0
     total_ms: float = 0.0
+    kernel_ms: float = 0.0
+    host_share: float = 0.0
+    host_us_per_launch: float = 0.0
     mean_batch: float = 0.0
     peak_arena_bytes: int = 0
     instances: int = 0
@@ -175,7 +207,6 @@ class _RunState:
         "t0",
         "stats",
         "lists",
-        "done",
         "weights",
         "entry",
         "start",
@@ -192,8 +223,8 @@ class _RunState:
         self.node_events = trace_level == "nodes"
         self.t0 = 0.0
         self.stats = RunStats(policy=policy, backend=runtime.backend.name)
+        # each kernel's rows recorded since the last flush (a flush empties them)
         self.lists: list[list] = [[] for _ in runtime.kernels]
-        self.done = [0] * len(runtime.kernels)  # records of each list already flushed
         self.weights: dict[str, int] = {}  # weights the host program uses as values -> id
         # the host program's closures for this run (made by Runtime.begin): its entry,
         # start(i, first value id) and next_value() (the next free value id)
@@ -218,6 +249,9 @@ class Runtime:
         self.base = prog.max_static_depth + 1  # where dynamic depths start
         self.kernels = [prog.kernels[name] for name in self.host.kernels]
         self.widths = [ARGS + len(k.params) for k in self.kernels]
+        self.no_records = [np.zeros((0, w), np.int64) for w in self.widths]
+        for r in self.no_records:
+            r.flags.writeable = False
         self.fns, self.sources = [], {}
         for k in self.kernels:
             fn, src = self.backend.compile(k, prog.params)
@@ -358,11 +392,9 @@ class Runtime:
         if self.entry_is_fiber:
             roots = [Fiber(st.entry(*a, self.base), i) for i, a in enumerate(args_list)]
 
-            def read(op, vid):
-                v = ex.read(vid)
-                return float(v.reshape(())) if op == READ_ITEM else int(np.argmax(v))
-
-            raw, _ = run_fibers(roots, lambda i: st.start(i, None), lambda: self.flush(st), read)
+            raw, _ = run_fibers(
+                roots, lambda i: st.start(i, None), lambda: self.flush(st), ex.answer_reads
+            )
         else:
             raw = []
             for i, a in enumerate(args_list):
@@ -382,11 +414,13 @@ class Runtime:
         DFG -> the policy's batches -> the executor."""
         ex, stats = self.executor, st.stats
         t1 = time.perf_counter()
-        recs = []
+        recs = self.no_records[:]
+        nodes = 0
         for k, lst in enumerate(st.lists):
-            new = lst[st.done[k] :]
-            st.done[k] = len(lst)
-            recs.append(_records(new, self.widths[k], self.kernels[k].name))
+            if lst:  # only the rows recorded since the last flush are here
+                recs[k] = _records(lst, self.widths[k], self.kernels[k].name)
+                nodes += len(lst)
+                lst.clear()
         dfg = DFG(ex.info, recs)
         t2 = time.perf_counter()
         sched = schedule(dfg, st.policy, self.inline_depth)
@@ -394,13 +428,15 @@ class Runtime:
         ex.reserve(st.next_value())
         self.pool.check(ex.output_bytes(dfg))
         tr = st.trace if st.traced else None
-        stats.bytes_gathered += ex.run(dfg, sched, tr, st.t0, len(st.passes))
+        gathered, kernel_s = ex.run(dfg, sched, tr, st.t0, len(st.passes))
         t4 = time.perf_counter()
+        stats.bytes_gathered += gathered
+        stats.kernel_ms += kernel_s * 1e3
         stats.gen_ms += (t2 - t1) * 1e3
         stats.sched_ms += (t3 - t2) * 1e3
         stats.exe_ms += (t4 - t3) * 1e3
         stats.launches += len(sched.batches)
-        stats.nodes += dfg.num_nodes
+        stats.nodes += nodes
         st.passes.append((dfg, sched))
         st.spans.append(("dfg_arrays", t1, t2))
         st.spans.append(("scheduling", t2, t3))
@@ -427,11 +463,16 @@ class Runtime:
         stats.gen_ms += stats.host_ms
         stats.passes = sum(1 for dfg, _ in st.passes if dfg.num_nodes)
         stats.mean_batch = stats.nodes / stats.launches if stats.launches else 0.0
-        st.bounds = [lower_bound(dfg) for dfg, _ in st.passes]
-        stats.lower_bound = sum(st.bounds)
+        host_ms = stats.total_ms - stats.kernel_ms
+        stats.host_share = host_ms / stats.total_ms if stats.total_ms else 0.0
+        stats.host_us_per_launch = host_ms * 1e3 / stats.launches if stats.launches else 0.0
         stats.peak_arena_bytes = self.pool.peak_bytes
         stats.instances = n_instances
+        # the lower bound waits until someone reads it (see RunStats), unless traced
+        stats._bound, stats._dfgs = None, tuple(dfg for dfg, _ in st.passes)
         if st.traced:
+            st.bounds = [lower_bound(dfg) for dfg, _ in st.passes]
+            stats.lower_bound = sum(st.bounds)
             trace, t0 = st.trace, st.t0
             for name, a, b in sorted(st.spans, key=lambda s: s[1]):
                 trace.emit(HostSpan(name, (a - t0) * 1e3, (b - t0) * 1e3))

@@ -118,27 +118,45 @@ def policy_info(name: str) -> PolicyInfo:
 
 def _groups(kernel: np.ndarray, local: np.ndarray, level: np.ndarray) -> list[Batch]:
     """Batches of equal (level, kernel), ordered by level then kernel."""
-    if len(kernel) == 0:
+    n = len(kernel)
+    if n == 0:
         return []
     order = np.lexsort((local, kernel, level))
     k, loc, lv = kernel[order], local[order], level[order]
-    cut = np.flatnonzero((np.diff(k) != 0) | (np.diff(lv) != 0)) + 1
-    starts = np.concatenate(([0], cut))
-    ends = np.concatenate((cut, [len(k)]))
-    return [Batch(int(k[s]), loc[s:e], int(lv[s])) for s, e in zip(starts, ends)]
+    cuts = (np.flatnonzero((k[1:] != k[:-1]) | (lv[1:] != lv[:-1])) + 1).tolist()
+    starts = [0, *cuts]
+    ends = [*cuts, n]
+    ks, lvs = k[starts].tolist(), lv[starts].tolist()
+    return [Batch(kk, loc[s:e], v) for kk, v, s, e in zip(ks, lvs, starts, ends)]
+
+
+def _buckets(keys: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """``(key, indices)`` per distinct key, keys ascending, indices ascending."""
+    n = len(keys)
+    if n <= 64:  # small: Python beats NumPy's per-call overhead
+        lst = keys.tolist()
+        first = lst[0]
+        if lst.count(first) == n:
+            return [(first, np.arange(n))]
+        where: dict[int, list[int]] = {}
+        for i, v in enumerate(lst):
+            where.setdefault(v, []).append(i)
+        return [(v, np.array(where[v], np.intp)) for v in sorted(where)]
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    cuts = (np.flatnonzero(sk[1:] != sk[:-1]) + 1).tolist()
+    starts = [0, *cuts]
+    return [(v, order[a:b]) for v, a, b in zip(sk[starts].tolist(), starts, [*cuts, n])]
 
 
 def acrobat_schedule(dfg: DFG) -> list[Batch]:
     """Buckets by inline depth key (phase-major), kernel by kernel."""
-    ks, ls, lv = [], [], []
+    groups = []
     for k, r in enumerate(dfg.records):
         if len(r):
-            ks.append(np.full(len(r), k))
-            ls.append(np.arange(len(r)))
-            lv.append(r[:, KEY])
-    if not ks:
-        return []
-    return _groups(np.concatenate(ks), np.concatenate(ls), np.concatenate(lv))
+            groups.extend((key, k, nodes) for key, nodes in _buckets(r[:, KEY]))
+    groups.sort(key=lambda g: (g[0], g[1]))
+    return [Batch(k, nodes, key) for key, k, nodes in groups]
 
 
 def _predecessors(n: int, src: np.ndarray, dst: np.ndarray):

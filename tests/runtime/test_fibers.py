@@ -110,3 +110,35 @@ def test_phases_off_records_one_phase():
     res = acrobat.run(program("birnn", ("phases",)), xs, trace_level="nodes")
     assert_outputs_equal(res.outputs, refs, "birnn without phases")
     assert set(_phase_steps(res)) == {0}
+
+
+def test_tail_calls_do_not_grow_the_fiber_stack():
+    """A fiber function whose result is a call of another (StackRNN's parse loop) yields
+    TAIL: the callee replaces it, so a long sentence never builds a deep generator stack,
+    and the results are those of the reference interpreter."""
+    from acrobat.codegen.records import TAIL
+    from acrobat.runtime import fibers
+
+    assert f"yield ({TAIL}, f_parse(" in program("stackrnn").host_program.source
+    deepest = [0]
+    real = fibers.Fiber
+
+    class Watched(real):
+        __slots__ = ()
+
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            self.stack = _Watched(self.stack)
+
+    class _Watched(list):
+        def append(self, g):
+            super().append(g)
+            deepest[0] = max(deepest[0], len(self))
+
+    xs, refs = batch("stackrnn", 4, 0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fibers, "Fiber", Watched)
+        mp.setattr(acrobat.runtime.run, "Fiber", Watched)
+        res = acrobat.run(program("stackrnn"), xs)
+    assert_outputs_equal(res.outputs, refs, "stackrnn")
+    assert deepest[0] <= 2  # main -> parse; each parse step replaces the last

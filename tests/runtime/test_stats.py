@@ -9,7 +9,7 @@ import pytest
 
 import acrobat
 from acrobat.runtime.run import RunStats
-from acrobat.trace import RunSummary
+from acrobat.trace import RunSummary, ScheduleFormed
 from tests.runtime.helpers import batch, program
 
 FIELDS = (
@@ -23,6 +23,9 @@ FIELDS = (
     "bytes_gathered",
     "host_ms",
     "total_ms",
+    "kernel_ms",
+    "host_share",
+    "host_us_per_launch",
     "mean_batch",
     "peak_arena_bytes",
     "instances",
@@ -62,3 +65,30 @@ def test_stats_read_as_a_mapping():
         s["missing"]
     # the trace keeps a plain dict of the same statistics
     assert res.trace.of(RunSummary)[-1].stats == d
+
+
+def test_host_time_and_kernel_time():
+    """kernel_ms is part of total_ms; the host share and the host time per launch are
+    what the documentation says they are."""
+    xs, _ = batch("treelstm", 3, 0)
+    s = acrobat.run(program("treelstm"), xs, trace_level="off").stats
+    assert 0 < s.kernel_ms <= s.exe_ms <= s.total_ms
+    host_ms = s.total_ms - s.kernel_ms
+    assert s.host_share == pytest.approx(host_ms / s.total_ms)
+    assert 0 < s.host_share < 1
+    assert s.host_us_per_launch == pytest.approx(host_ms * 1e3 / s.launches)
+
+
+@pytest.mark.parametrize("model", ["treelstm", "stackrnn"])
+def test_lower_bound_is_computed_when_read(model):
+    """Untraced runs compute the lower bound on first read; it equals the traced run's
+    (summed over passes, as the ScheduleFormed events give it)."""
+    xs, _ = batch(model, 4, 0)
+    traced = acrobat.run(program(model), xs, trace_level="batches")
+    bound = sum(e.lower_bound for e in traced.trace.of(ScheduleFormed))
+    assert traced.stats.lower_bound == bound > 0
+    lazy = acrobat.run(program(model), xs, trace_level="off").stats
+    assert lazy._bound is None  # not computed yet
+    assert lazy["lower_bound"] == bound and lazy.lower_bound == bound
+    assert dict(lazy)["lower_bound"] == bound
+    assert not lazy._dfgs  # the DFGs are let go once the bound is known
