@@ -107,7 +107,9 @@ class RunStats(Mapping):
             called at once; :mod:`acrobat.runtime.direct`). A direct run counts each kernel
             call as a node and a launch (``mean_batch`` 1) and its whole program in
             ``exe_ms``; it records no DFG (``gen_ms``, ``sched_ms``, ``host_ms``,
-            ``passes``, ``lower_bound`` are 0).
+            ``passes``, ``lower_bound`` are 0) and does not time kernel calls apart from
+            the program around them (``kernel_ms``, ``host_share`` and
+            ``host_us_per_launch`` are 0: not measured).
         strategy_reason: why that strategy ran, in one sentence (what ``strategy="auto"``
             measured, see :mod:`acrobat.runtime.strategy`, or that it was asked for).
         blas: the BLAS library the NumPy kernels called (name, version, threading layer;

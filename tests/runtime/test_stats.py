@@ -71,7 +71,7 @@ def test_host_time_and_kernel_time():
     """kernel_ms is part of total_ms; the host share and the host time per launch are
     what the documentation says they are."""
     xs, _ = batch("treelstm", 3, 0)
-    s = acrobat.run(program("treelstm"), xs, trace_level="off").stats
+    s = acrobat.run(program("treelstm"), xs, trace_level="off", strategy="batched").stats
     assert 0 < s.kernel_ms <= s.exe_ms <= s.total_ms
     host_ms = s.total_ms - s.kernel_ms
     assert s.host_share == pytest.approx(host_ms / s.total_ms)
@@ -87,7 +87,7 @@ def test_lower_bound_is_computed_when_read(model):
     traced = acrobat.run(program(model), xs, trace_level="batches")
     bound = sum(e.lower_bound for e in traced.trace.of(ScheduleFormed))
     assert traced.stats.lower_bound == bound > 0
-    lazy = acrobat.run(program(model), xs, trace_level="off").stats
+    lazy = acrobat.run(program(model), xs, trace_level="off", strategy="batched").stats
     assert lazy._bound is None  # not computed yet
     assert lazy["lower_bound"] == bound and lazy.lower_bound == bound
     assert dict(lazy)["lower_bound"] == bound
