@@ -12,7 +12,7 @@ class NumpyBackend:
 
     name = "numpy"
     xp = np
-    fused_gather = False  # kernels take gathered [B, ...] arrays
+    fused_gather = True  # kernels take (arena buffer, rows) and write into the outputs
 
     def compile(self, kernel, params: dict[str, np.ndarray]):
         """A callable ``fn(B, *args) -> tuple of [B, ...] arrays`` and its source."""
