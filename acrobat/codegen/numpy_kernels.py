@@ -12,9 +12,10 @@ is read in place when its rows are one block, else taken into a workspace buffer
 copy, no fresh array); arguments of one tensor class concatenated along their first
 axis are gathered by ONE take of their interleaved rows, which IS the concat
 (:func:`_gather_cat`); and a result computed into a workspace slot is computed straight
-into the arena rows of the kernel's output instead (no copy back). Rules per op are a table keyed by op name
-(:data:`NUMPY_RULES`), like JAX's batching rules; each rule knows which operands carry
-the batch dimension. An op that reaches a kernel without a rule is a
+into the arena rows of the kernel's output instead (no copy back).
+
+Rules per op are a table keyed by op name (:data:`NUMPY_RULES`), like JAX's batching
+rules; each rule knows which operands carry the batch dimension. An op that reaches a kernel without a rule is a
 :class:`~acrobat.errors.MissingLoweringError` naming it, raised when the kernel is
 compiled.
 """
