@@ -405,6 +405,7 @@ class _KernelGen:
         self.slot_of: dict[str, int] = {}  # var -> the workspace slot holding its value
         self.reused: str | None = None  # the operand the last op wrote over
         self.homes: set[str] = set()  # concats whose buffer the prologue filled
+        self.tuple_names: dict[str, list[str | None]] = {}  # tuple var -> its fields' vars
         self.prologue: list[str] = []
 
     def name(self, var: str) -> str:
@@ -484,6 +485,7 @@ class _KernelGen:
             parts = getattr(self, "tuple_parts", {}).get(outs.name)
             whole = self.name(outs.name)
             items = parts or [(f"{whole}[{j}]", self.batched[outs.name]) for j in range(len(types))]
+            names = self.tuple_names.get(outs.name, names)
         else:
             items = [self.operand(outs)]
             names = [outs.name if isinstance(outs, Var) else None]
@@ -571,11 +573,15 @@ class _KernelGen:
             self.rank[var.name] = 0
             self.tuple_parts = getattr(self, "tuple_parts", {})
             self.tuple_parts[var.name] = parts
+            self.tuple_names[var.name] = [x.name if isinstance(x, Var) else None for x in e.fields]
             return
         if isinstance(e, Proj):
             parts = getattr(self, "tuple_parts", {}).get(e.tup.name)
             if parts is not None:
                 self.names[var.name], self.batched[var.name], self.rank[var.name] = parts[e.index]
+                field = (self.tuple_names.get(e.tup.name) or [None] * (e.index + 1))[e.index]
+                if field in self.slot_of:
+                    self.slot_of[var.name] = self.slot_of[field]
                 return
             self.lines.append(f"    {target} = {self.name(e.tup.name)}[{e.index}]")
             self.batched[var.name] = self.batched[e.tup.name]
