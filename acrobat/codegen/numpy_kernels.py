@@ -6,8 +6,9 @@ op for the whole batch at once. Weights are not arguments: they are bound once i
 function's namespace (``dense`` weights pre-transposed, so each batch is one GEMM with
 the weight shared, never stacked).
 
-The function takes either calling convention of :mod:`acrobat.backends.base`. The NumPy
-backend uses the fused one: each tensor argument arrives as ``(arena buffer, rows)`` and
+The function takes either calling convention of :mod:`acrobat.backends.base`. In the
+fused one (not yet switched on by the NumPy backend: the executor would not count the
+rows taken here in ``bytes_gathered``), each tensor argument arrives as ``(arena buffer, rows)`` and
 is read in place when its rows are one block, else taken into a workspace buffer (one
 copy, no fresh array); arguments of one tensor class concatenated along their first
 axis are gathered by ONE take of their interleaved rows, which IS the concat

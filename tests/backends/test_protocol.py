@@ -33,7 +33,7 @@ def test_every_backend_declares_its_calling_convention(cls):
 def test_cpu_backends_satisfy_the_protocol(name):
     backend = get_backend(name)
     assert isinstance(backend, Backend)
-    assert backend.fused_gather is (name == "numpy")  # NumPy kernels gather their own rows
+    assert backend.fused_gather is False
     assert backend.take_device_ms() is None  # no device clock
     assert backend.xp is np
 
