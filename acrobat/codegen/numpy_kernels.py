@@ -4,15 +4,26 @@ A kernel's IR body is per instance; the generated function takes ``B`` and its b
 arguments (``[B, *shape]`` tensors, ``[B]`` int arrays for host ints) and computes every
 op for the whole batch at once. Weights are not arguments: they are bound once into the
 function's namespace (``dense`` weights pre-transposed, so each batch is one GEMM with
-the weight shared, never stacked). Rules per op are a table keyed by op name
-(:data:`NUMPY_RULES`), like JAX's batching rules; each rule knows which operands carry
-the batch dimension. An op that reaches a kernel without a rule is a
+the weight shared, never stacked).
+
+The function takes either calling convention of :mod:`acrobat.backends.base`. In the
+fused one (not yet switched on by the NumPy backend: the executor would not count the
+rows taken here in ``bytes_gathered``), each tensor argument arrives as ``(arena buffer, rows)`` and
+is read in place when its rows are one block, else taken into a workspace buffer (one
+copy, no fresh array); arguments of one tensor class concatenated along their first
+axis are gathered by ONE take of their interleaved rows, which IS the concat
+(:func:`_gather_cat`); and a result computed into a workspace slot is computed straight
+into the arena rows of the kernel's output instead (no copy back).
+
+Rules per op are a table keyed by op name (:data:`NUMPY_RULES`), like JAX's batching
+rules; each rule knows which operands carry the batch dimension. An op that reaches a kernel without a rule is a
 :class:`~acrobat.errors.MissingLoweringError` naming it, raised when the kernel is
 compiled.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,7 +122,47 @@ def dense_by_value(xp, x, w, x_rank: int, x_batched: bool, w_batched: bool):
     return xp.matmul(x if x_batched else x[None], wt)
 
 
-HELPERS = {"np": np, "_ids": _ids}
+def _contiguous(rows: np.ndarray) -> int | None:
+    """The first row when ``rows`` are ``r0, r0 + 1, ...`` (one block), else None."""
+    n = rows.shape[0]
+    r0 = int(rows[0])
+    if int(rows[-1]) - r0 == n - 1 and (n < 3 or np.array_equal(rows, np.arange(r0, r0 + n))):
+        return r0
+    return None
+
+
+def _gather(arg, shape: tuple[int, ...], ws: np.ndarray) -> np.ndarray:
+    """A batched argument as ``[B, *shape]``: an array passes through (the gathered
+    convention); an ``(arena buffer, rows)`` pair is read in place when its rows are one
+    block, else its rows are taken into the workspace ``ws`` (``[B, width]``)."""
+    if not isinstance(arg, tuple):
+        return arg
+    buf, rows = arg
+    n = rows.shape[0]
+    r0 = _contiguous(rows)
+    if r0 is not None:
+        return buf[r0 : r0 + n].reshape((n,) + shape)
+    np.take(buf, rows, axis=0, out=ws, mode="clip")  # rows are valid arena rows
+    return ws.reshape((n,) + shape)
+
+
+def _gather_cat(args: tuple, shape: tuple[int, ...], ws: np.ndarray) -> np.ndarray:
+    """``concat`` along the first axis of batched arguments of one tensor class, into
+    ``ws`` (``[B, *shape]``). Given ``(arena buffer, rows)`` pairs of one arena, it is ONE
+    take of the interleaved rows (instance ``b``'s parts are adjacent rows of the
+    result), so the arguments are gathered and concatenated in a single copy."""
+    if all(isinstance(a, tuple) and a[0] is args[0][0] for a in args):
+        rows = np.stack([a[1] for a in args], axis=1).reshape(-1)
+        np.take(args[0][0], rows, axis=0, out=ws.reshape(rows.shape[0], -1), mode="clip")
+        return ws
+    parts = [a[0][a[1]] if isinstance(a, tuple) else a for a in args]
+    n = ws.shape[0]
+    return np.concatenate([x.reshape(n, -1) for x in parts], axis=1, out=ws.reshape(n, -1)).reshape(
+        ws.shape
+    )
+
+
+HELPERS = {"np": np, "_ids": _ids, "_gather": _gather, "_gather_cat": _gather_cat}
 """Names every generated kernel can use; a rule adds its own (``NumpyRule.helpers``)."""
 
 Operand = tuple[str, bool, int]  # (code, batched?, per-instance rank)
@@ -220,7 +271,7 @@ def _matmul(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tupl
     (a, ab, ar), (b, bb, br) = ops
     if ab and bb:
         if ar == 2 and br == 2:
-            code = f"np.matmul({a}, {b})"
+            code = f"np.matmul({a}, {b}{gen.slot(e.ty)})"
         elif ar == 2 and br == 1:
             code = f"np.matmul({a}, {b}[..., None])[..., 0]"
         elif ar == 1 and br == 2:
@@ -228,9 +279,10 @@ def _matmul(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tupl
         else:
             code = f"np.einsum('bk,bk->b', {a}, {b})"
     elif not ab and bb and br == 1:
-        code = f"np.matmul({b}, np.transpose({a}))" if ar == 2 else f"np.matmul({b}, {a})"
+        out = gen.slot(e.ty)
+        code = f"np.matmul({b}, np.transpose({a}){out})" if ar == 2 else f"np.matmul({b}, {a}{out})"
     else:
-        code = f"np.matmul({a}, {b})"
+        code = f"np.matmul({a}, {b}{gen.slot(e.ty) if ab or bb else ''})"
     return code, ab or bb
 
 
@@ -257,6 +309,8 @@ def _embed(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple
 
 @numpy_rule("concat")
 def _concat(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[str, bool]:
+    if target in gen.homes:  # gathered into place by the prologue (_KernelGen.plan_homes)
+        return target, True
     anyb = any(o[1] for o in ops)
     ax = (dict(e.attrs).get("axis", 0) % ops[0][2]) + (1 if anyb else 0)
     parts = [
@@ -355,6 +409,11 @@ class _KernelGen:
         self.names: dict[str, str] = {}
         self.slots: list[tuple[tuple[int, ...], str]] = []
         self.host_float: set[str] = set()
+        self.slot_of: dict[str, int] = {}  # var -> the workspace slot holding its value
+        self.reused: str | None = None  # the operand the last op wrote over
+        self.homes: set[str] = set()  # concats whose buffer the prologue filled
+        self.tuple_names: dict[str, list[str | None]] = {}  # tuple var -> its fields' vars
+        self.prologue: list[str] = []
 
     def name(self, var: str) -> str:
         return self.names.get(var, ident("x_", var))
@@ -397,9 +456,14 @@ class _KernelGen:
             return None
         if not self.batched[e.name] or e.ty != out_ty:
             return None
+        self.reused = e.name
         return self.name(e.name)
 
     def generate(self) -> str:
+        """The kernel's source. It takes either calling convention of
+        :mod:`acrobat.backends.base`: gathered ``[B, ...]`` arrays (returns the outputs),
+        or ``(arena buffer, rows)`` pairs and ``out=views`` (writes the outputs there;
+        results computed into a workspace slot are computed into the view instead)."""
         self.count_uses()
         f = self.f
         args = []
@@ -409,32 +473,98 @@ class _KernelGen:
             if p.ty == FLOAT:  # recorded as the bits of a float64 (see codegen.host)
                 self.host_float.add(p.name)
             self.rank[p.name] = len(p.ty.shape) if isinstance(p.ty, TensorType) else 0
-        self.lines.append(f"def {ident('kernel_', f.name)}(B, {', '.join(args)}):")
         body = f.body
-        for b in body.bindings if isinstance(body, Let) else ():
+        bindings = body.bindings if isinstance(body, Let) else ()
+        homed = self.plan_homes(bindings)
+        for p in f.params:  # other tensor arguments: a view of their rows, or rows taken
+            if isinstance(p.ty, TensorType) and p.name not in homed:
+                shape = tuple(p.ty.shape)
+                ws = self.slot(TensorType((math.prod(shape),), p.ty.dtype))[len(", out=") :]
+                x = self.name(p.name)
+                self.prologue.append(f"{x} = _gather({x}, {shape!r}, {ws})")
+        for b in bindings:
             self.bind(b.var, b.value)
         outs = body.body if isinstance(body, Let) else body
         types = f.ret.fields if isinstance(f.ret, TupleType) else (f.ret,)
+        names: list[str | None] = [None] * len(types)
         if isinstance(outs, TupleExpr):
             items = [self.operand(o) for o in outs.fields]
+            names = [o.name if isinstance(o, Var) else None for o in outs.fields]
         elif isinstance(f.ret, TupleType):  # a tuple-valued variable (e.g. a split)
             parts = getattr(self, "tuple_parts", {}).get(outs.name)
             whole = self.name(outs.name)
             items = parts or [(f"{whole}[{j}]", self.batched[outs.name]) for j in range(len(types))]
+            names = self.tuple_names.get(outs.name, names)
         else:
             items = [self.operand(outs)]
-        results = []
-        for (code, batched, *_), ty in zip(items, types):
+            names = [outs.name if isinstance(outs, Var) else None]
+        results, direct = [], {}
+        for j, ((code, batched, *_), ty, v) in enumerate(zip(items, types, names)):
             if not batched:
                 code = f"np.broadcast_to({code}, (B,) + {tuple(ty.shape)!r})"
             results.append(code)
-        self.lines.append(f"    return ({', '.join(results)},)")
-        return "\n".join(self.lines) + "\n"
+            i = self.slot_of.get(v) if batched and v is not None else None
+            if i is not None and i not in direct.values() and self.slots[i][1] == ty.dtype:
+                direct[j] = i  # computed straight into out[j]
+        head = [f"def {ident('kernel_', f.name)}(B, {''.join(a + ', ' for a in args)}out=None):"]
+        for j, i in direct.items():
+            shape = self.slots[i][0]
+            view = (
+                f"out[{j}]"
+                if shape == tuple(types[j].shape)
+                else (f"out[{j}].reshape((B,) + {shape!r})")
+            )
+            head.append(f"    _s{i} = {view} if out is not None else _buf({i}, B)")
+        src = "\n".join(["    " + x for x in self.prologue] + self.lines)
+        for i in direct.values():
+            src = src.replace(f"_buf({i}, B)", f"_s{i}")
+        tail = ["    if out is not None:"]
+        tail += [f"        out[{j}][...] = {r}" for j, r in enumerate(results) if j not in direct]
+        tail.append("        return None")
+        tail.append(f"    return ({', '.join(results)},)")
+        return "\n".join(head + [src] + tail) + "\n"
+
+    def plan_homes(self, bindings) -> set[str]:
+        """Tensor arguments of one type concatenated along their first axis are gathered
+        by ONE take straight into the concat's buffer (:func:`_gather_cat`, in the
+        prologue); every use reads them as views of it, and the concat is free."""
+        params = {p.name: p.ty for p in self.f.params if isinstance(p.ty, TensorType)}
+        homed: set[str] = set()
+        for b in bindings:
+            e = b.value
+            if not (isinstance(e, OpCall) and e.op == "concat" and isinstance(e.ty, TensorType)):
+                continue
+            names = [a.name if isinstance(a, Var) else None for a in e.args]
+            if not (
+                e.ty.shape
+                and dict(e.attrs).get("axis", 0) % len(e.ty.shape) == 0
+                and all(n in params and n not in homed for n in names)
+                and len(set(names)) == len(names)
+                and len({params[n] for n in names}) == 1
+                and params[names[0]].shape
+            ):
+                continue
+            target = self.name(b.var.name)
+            ws = self.slot(e.ty)[len(", out=") :]
+            self.slot_of[b.var.name] = len(self.slots) - 1
+            xs = [self.name(n) for n in names]
+            shape = tuple(e.ty.shape)
+            self.prologue.append(
+                f"{target} = _gather_cat(({''.join(x + ', ' for x in xs)}), {shape!r}, {ws})"
+            )
+            step = params[names[0]].shape[0]
+            for j, x in enumerate(xs):
+                self.prologue.append(f"{x} = {target}[:, {j * step}:{(j + 1) * step}]")
+            self.homes.add(target)
+            homed.update(names)
+        return homed
 
     def bind(self, var: Var, e) -> None:
         target = self.name(var.name)
         if isinstance(e, Var):
             self.names[var.name] = self.name(e.name)
+            if e.name in self.slot_of:
+                self.slot_of[var.name] = self.slot_of[e.name]
             if e.name in self.host_float:
                 self.host_float.add(var.name)
             self.batched[var.name] = self.batched[e.name]
@@ -452,11 +582,15 @@ class _KernelGen:
             self.rank[var.name] = 0
             self.tuple_parts = getattr(self, "tuple_parts", {})
             self.tuple_parts[var.name] = parts
+            self.tuple_names[var.name] = [x.name if isinstance(x, Var) else None for x in e.fields]
             return
         if isinstance(e, Proj):
             parts = getattr(self, "tuple_parts", {}).get(e.tup.name)
             if parts is not None:
                 self.names[var.name], self.batched[var.name], self.rank[var.name] = parts[e.index]
+                field = (self.tuple_names.get(e.tup.name) or [None] * (e.index + 1))[e.index]
+                if field in self.slot_of:
+                    self.slot_of[var.name] = self.slot_of[field]
                 return
             self.lines.append(f"    {target} = {self.name(e.tup.name)}[{e.index}]")
             self.batched[var.name] = self.batched[e.tup.name]
@@ -466,11 +600,18 @@ class _KernelGen:
         if rule is None:
             raise missing_rule(e.op, "NumPy", self.f.name)
         self.ns.update(rule.helpers)
+        n_slots, self.reused = len(self.slots), None
         code, batched = rule.emit(self, e, [self.operand(a) for a in e.args], target)
         if code != target:
             self.emit(f"{target} = {code}")
-        if rule.fresh and batched:
+        if rule.fresh and batched and target not in self.homes:  # homes are read by views
             self.owned.add(var.name)
+            if len(self.slots) == n_slots + 1 and self.slots[-1][0] == tuple(e.ty.shape):
+                self.slot_of[var.name] = n_slots
+            elif len(self.slots) == n_slots and self.reused in self.slot_of:
+                self.slot_of[var.name] = self.slot_of[self.reused]
+        elif e.op == "reshape" and isinstance(e.args[0], Var) and e.args[0].name in self.slot_of:
+            self.slot_of[var.name] = self.slot_of[e.args[0].name]  # the same rows, reshaped
         self.batched[var.name] = batched
         self.rank[var.name] = len(e.ty.shape) if isinstance(e.ty, TensorType) else 0
 

@@ -1,0 +1,68 @@
+"""The NumPy kernels' two calling conventions agree: gathered ``[B, ...]`` arrays, and
+``(arena buffer, rows)`` pairs writing into ``out`` views (rows contiguous or not; one
+tensor class concatenated by one take of interleaved rows, or not)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import acrobat
+from acrobat.codegen.numpy_kernels import _gather_cat, compile_numpy_kernel
+from acrobat.ir.types import TensorType
+
+MODELS = ["mvrnn", "treelstm", "birnn", "berxit", "drnn", "stackrnn"]
+
+
+def _kernels(model):
+    spec = acrobat.models.load(model, "tiny")
+    prog = acrobat.compile(spec.module, spec.params)
+    return prog, list(prog.kernels.values())
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_fused_convention_equals_gathered(model, contiguous):
+    prog, kernels = _kernels(model)
+    rng = np.random.default_rng(0)
+    B = 5
+    checked = 0
+    for k in kernels:
+        fn = compile_numpy_kernel(k.function, prog.params).fn
+        gathered, fused = [], []
+        for p in k.function.params:
+            if isinstance(p.ty, TensorType):
+                width = max(1, math.prod(p.ty.shape))
+                buf = rng.uniform(-1, 1, (3 * B + 4, width)).astype(p.ty.dtype)
+                rows = np.arange(2, 2 + B) if contiguous else rng.permutation(3 * B + 4)[:B]
+                gathered.append(buf[rows].reshape((B,) + tuple(p.ty.shape)))
+                fused.append((buf, rows))
+            else:  # host ints (ids, counts): small valid values
+                col = rng.integers(0, 2, B)
+                gathered.append(col)
+                fused.append(col)
+        try:
+            want = fn(B, *gathered)
+        except Exception:  # a kernel whose host ints must mean more (skip it)
+            continue
+        want = [np.array(w) for w in want]
+        outs = [np.full_like(w, np.nan) for w in want]
+        assert fn(B, *fused, out=outs) is None
+        for w, o in zip(want, outs):
+            np.testing.assert_allclose(o, w, rtol=1e-6, atol=1e-6)
+        checked += 1
+    assert checked >= len(kernels) // 2
+
+
+def test_gather_cat_of_one_arena_is_one_take_and_mixed_falls_back():
+    rng = np.random.default_rng(1)
+    buf = rng.standard_normal((10, 6)).astype(np.float32)
+    ra, rb = np.array([7, 1, 4]), np.array([0, 9, 2])
+    want = np.concatenate([buf[ra], buf[rb]], axis=1).reshape(3, 4, 3)
+    ws = np.empty((3, 4, 3), np.float32)
+    np.testing.assert_array_equal(_gather_cat(((buf, ra), (buf, rb)), (4, 3), ws), want)
+    mixed = ((buf, ra), buf[rb].reshape(3, 2, 3))  # a gathered array among pairs
+    np.testing.assert_array_equal(_gather_cat(mixed, (4, 3), np.empty_like(ws)), want)
+    other = buf.copy()  # the same rows of another arena
+    got = _gather_cat(((buf, ra), (other, rb)), (4, 3), np.empty_like(ws))
+    np.testing.assert_array_equal(got, want)
