@@ -10,6 +10,9 @@ conventions, chosen by ``fused_gather``:
 * ``fused_gather = True``: ``fn(B, *args, out=views)``, each batched argument an
   ``(arena buffer, rows)`` pair with ``rows`` a host index array, each host argument a
   host ``[B]`` int array; the kernel gathers its own inputs and writes into ``out``.
+  ``gather_copies`` says how: ``True`` when rows that are not one block are copied
+  (the NumPy kernels take them into a workspace; the executor counts those bytes in
+  ``bytes_gathered``), ``False`` when the kernels read through the row indices (CUDA).
 
 Either may raise :class:`acrobat.errors.IndexOutOfRange` for an embedding id outside its
 table; the executor turns it into the instance's :class:`~acrobat.errors.InstanceError`.
@@ -33,6 +36,7 @@ class Backend(Protocol):
     name: str  # what RunStats.backend and the trace report
     xp: Any  # the array module of the device's arrays (numpy, cupy): arenas live there
     fused_gather: bool  # which calling convention compiled kernels use (module docstring)
+    gather_copies: bool  # fused kernels copy rows that are not one block (module docstring)
 
     def compile(self, kernel: KernelSpec, params: dict[str, np.ndarray]) -> tuple[Callable, str]:
         """The batched callable of ``kernel`` (weights from ``params`` bound once) and the

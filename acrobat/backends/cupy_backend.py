@@ -210,6 +210,7 @@ class CupyBackend:
 
     name = "cupy"
     fused_gather = True  # kernels take (arena buffer, rows) per batched argument
+    gather_copies = False  # ... and read through the row indices: no copy
 
     def __init__(self, timing: bool = True):
         self.xp = load_cupy()

@@ -14,6 +14,7 @@ class NullBackend:
     name = "null"
     xp = np
     fused_gather = False  # kernels take gathered [B, ...] arrays
+    gather_copies = True  # (only with fused_gather)
 
     def compile(self, kernel, params):
         ret = kernel.function.ret

@@ -12,13 +12,14 @@ class NumpyBackend:
 
     name = "numpy"
     xp = np
-    # Kernels take gathered [B, ...] arrays. The generated kernels also take the fused
-    # convention ((arena buffer, rows), out=views: fewer copies, MV-RNN -6..-18%), but the
-    # executor counts bytes_gathered only in this one; switch when it counts both.
-    fused_gather = False
+    # Kernels gather their own rows ((arena buffer, rows), out=views): rows that are one
+    # block are read in place, others taken into a workspace (counted as gathered bytes).
+    fused_gather = True
+    gather_copies = True
 
     def compile(self, kernel, params: dict[str, np.ndarray]):
-        """A callable ``fn(B, *args) -> tuple of [B, ...] arrays`` and its source."""
+        """A callable ``fn(B, *args, out=views)`` (or, with gathered arguments and no
+        ``out``, ``fn(B, *args) -> tuple of [B, ...] arrays``) and its source."""
         k = compile_numpy_kernel(kernel.function, params)
         return k.fn, k.source
 

@@ -60,6 +60,14 @@ class Arena:
         out = self.buf.take(idx, axis=0).reshape((n,) + self.shape)
         return out, n * self.width * self.dtype.itemsize
 
+    def scattered_bytes(self, rows: np.ndarray) -> int:
+        """Bytes a gather of ``rows`` copies: none when they are one block (read in place),
+        else every row (what :meth:`gather` counts)."""
+        n = rows.shape[0]
+        if n and _consecutive(rows, n):
+            return 0
+        return n * self.width * self.dtype.itemsize
+
     @property
     def nbytes(self) -> int:
         return self.peak * self.width * self.dtype.itemsize

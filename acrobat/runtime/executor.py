@@ -44,6 +44,8 @@ class Executor:
         # per kernel, what a launch needs: (fn, [(record column, input arena or None for
         # a host int)], [(output arena, its index in arena_list)], fused gather)
         fused = backend.fused_gather and pool.zero_copy
+        # fused kernels that copy scattered rows on the host: count those bytes as gathered
+        self.counts_copies = fused and backend.gather_copies
         self.plans = [
             (
                 fn,
@@ -178,7 +180,10 @@ class Executor:
             if arena is None:  # host ints
                 args.append(ids if fused else self.backend.to_device(ids))
             elif fused:  # the kernel gathers: (arena buffer, rows), uploaded in one copy
-                args.append((arena.buf, row_of[ids]))
+                rows = row_of[ids]
+                if self.counts_copies:
+                    moved += arena.scattered_bytes(rows)
+                args.append((arena.buf, rows))
             else:
                 x, copied = arena.gather(row_of[ids])
                 moved += copied

@@ -69,6 +69,7 @@ class EmulatedCudaBackend:
     name = "cuda-emulated"
     xp = np
     fused_gather = True
+    gather_copies = False  # as the CUDA kernels it emulates
 
     def __init__(self, prog, workdir: Path):
         self.plans = {k.name: k.cuda_plan for k in prog.kernels.values()}

@@ -66,3 +66,20 @@ def test_gather_cat_of_one_arena_is_one_take_and_mixed_falls_back():
     other = buf.copy()  # the same rows of another arena
     got = _gather_cat(((buf, ra), (other, rb)), (4, 3), np.empty_like(ws))
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("model", ["treelstm", "mvrnn"])
+def test_bytes_gathered_are_counted_the_same_in_both_conventions(model, monkeypatch):
+    """The NumPy backend runs the fused convention: scattered rows its kernels copy count
+    as gathered bytes, exactly as when the executor gathers them (unfused convention)."""
+    from acrobat.backends.numpy_backend import NumpyBackend
+    from tests.runtime.helpers import assert_outputs_equal, batch
+
+    xs, refs = batch(model, 6, 0)
+    spec = acrobat.models.load(model, "tiny")
+    fused = acrobat.run(acrobat.compile(spec.module, spec.params), xs, strategy="batched")
+    monkeypatch.setattr(NumpyBackend, "fused_gather", False)
+    plain = acrobat.run(acrobat.compile(spec.module, spec.params), xs, strategy="batched")
+    assert_outputs_equal(fused.outputs, refs, f"{model} fused")
+    assert_outputs_equal(plain.outputs, refs, f"{model} gathered")
+    assert fused.stats["bytes_gathered"] == plain.stats["bytes_gathered"] > 0

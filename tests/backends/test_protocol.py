@@ -26,6 +26,7 @@ def test_protocol_members():
 @pytest.mark.parametrize("cls", [NumpyBackend, NullBackend, CupyBackend, EmulatedCudaBackend])
 def test_every_backend_declares_its_calling_convention(cls):
     assert isinstance(cls.__dict__.get("fused_gather"), bool)
+    assert isinstance(cls.__dict__.get("gather_copies"), bool)
     assert isinstance(cls.__dict__.get("name"), str)
 
 
@@ -33,7 +34,8 @@ def test_every_backend_declares_its_calling_convention(cls):
 def test_cpu_backends_satisfy_the_protocol(name):
     backend = get_backend(name)
     assert isinstance(backend, Backend)
-    assert backend.fused_gather is False
+    # NumPy kernels gather their own rows (copying scattered ones); null takes arrays
+    assert backend.fused_gather is (name == "numpy") and backend.gather_copies is True
     assert backend.take_device_ms() is None  # no device clock
     assert backend.xp is np
 
