@@ -475,9 +475,11 @@ class _KernelGen:
             self.rank[p.name] = len(p.ty.shape) if isinstance(p.ty, TensorType) else 0
         body = f.body
         bindings = body.bindings if isinstance(body, Let) else ()
-        homed = self.plan_homes(bindings)
+        # Without a workspace (results of their own) a kernel takes gathered arrays only:
+        # there is nowhere to take scattered rows into, so no prologue.
+        homed = self.plan_homes(bindings) if self.use_workspace else set()
         for p in f.params:  # other tensor arguments: a view of their rows, or rows taken
-            if isinstance(p.ty, TensorType) and p.name not in homed:
+            if self.use_workspace and isinstance(p.ty, TensorType) and p.name not in homed:
                 shape = tuple(p.ty.shape)
                 ws = self.slot(TensorType((math.prod(shape),), p.ty.dtype))[len(", out=") :]
                 x = self.name(p.name)
