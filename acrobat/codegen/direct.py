@@ -28,11 +28,8 @@ from acrobat.codegen.host import _Gen, fn, v
 from acrobat.ir.nodes import (
     Expr,
     Function,
-    If,
     KernelCall,
-    Let,
     Map,
-    Match,
     Module,
     OpCall,
     Parallel,
@@ -67,23 +64,11 @@ class _DirectGen(_Gen):
         self.is_fiber = False
         self.tail(f.body, 2)
 
-    def tail(self, e: Expr, ind: int) -> None:
-        """Code that computes ``e`` and returns it."""
-        if isinstance(e, Let):
-            for b in e.bindings:
-                self.bind(v(b.var.name), b.value, ind)
-            self.tail(e.body, ind)
-        elif isinstance(e, If):
-            self.emit(ind, f"if {self.atom(e.cond)}:")
-            self.tail(e.then, ind + 1)
-            self.emit(ind, "else:")
-            self.tail(e.orelse, ind + 1)
-        elif isinstance(e, Match):
-            self.match(e, ind, None)
-        else:
-            r = self.fresh()
-            self.bind(r, e, ind)
-            self.emit(ind, f"return {r}")
+    def tail_value(self, e: Expr, ind: int) -> None:
+        """Return the value of a tail expression (no depth in the direct program)."""
+        r = self.fresh()
+        self.bind(r, e, ind)
+        self.emit(ind, f"return {r}")
 
     def call(self, name: str, args: list[str], target: str, ind: int) -> None:
         self.emit(ind, f"{target} = {fn(name)}({', '.join(args)})")

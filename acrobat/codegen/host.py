@@ -130,7 +130,8 @@ class _Gen:
         self.tail(f.body, 2)
 
     def tail(self, e: Expr, ind: int) -> None:
-        """Code that computes ``e`` and returns ``(value, d)``."""
+        """Code that computes ``e`` and returns it: blocks and branches here, the value
+        itself in :meth:`tail_value`."""
         if isinstance(e, Let):
             for b in e.bindings:
                 self.bind(v(b.var.name), b.value, ind)
@@ -142,7 +143,12 @@ class _Gen:
             self.tail(e.orelse, ind + 1)
         elif isinstance(e, Match):
             self.match(e, ind, None)
-        elif self.is_fiber and isinstance(e, FnCall) and e.fn in self.fibers:
+        else:
+            self.tail_value(e, ind)
+
+    def tail_value(self, e: Expr, ind: int) -> None:
+        """Return ``(value, d)`` of a tail expression that is not a block or a branch."""
+        if self.is_fiber and isinstance(e, FnCall) and e.fn in self.fibers:
             # a tail call: the callee's (value, d) is ours; it replaces this generator
             call = f"{fn(e.fn)}({', '.join([self.atom(a) for a in e.args] + ['d'])})"
             self.emit(ind, f"return (yield ({TAIL}, {call}))")
