@@ -27,7 +27,7 @@ from acrobat.errors import AcrobatNameError, IndexOutOfRange, InstanceError
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
 from acrobat.runtime.fibers import HOST_FAILURES, host_failure
 from acrobat.runtime.values import has_tensor, map_tensors
-from acrobat.trace import HostProgramGenerated, HostSpan, KernelCompiled, RunSummary, Trace
+from acrobat.trace import HostProgramGenerated, HostSpan, KernelCompiled, Trace
 
 DIRECT_BACKENDS = ("numpy", "null")  # backends whose kernels the direct strategy can call
 _PROGRAM_FILE = "<direct program>"
@@ -76,7 +76,8 @@ class DirectRunner:
         self.tensor_output = has_tensor(m, m.main.ret)
 
     def run(self, instances: list, stats, trace_level: str) -> tuple[list, Trace]:
-        """Every instance's result; fills ``stats`` (a ``RunStats``)."""
+        """Every instance's result; fills ``stats`` (a ``RunStats``). The caller completes
+        the statistics (BLAS threads) and, when tracing, emits the ``RunSummary``."""
         trace = Trace()
         traced = trace_level != "off"
         if traced:
@@ -127,7 +128,6 @@ class DirectRunner:
         if traced:
             trace.emit(HostSpan("direct", (t1 - t0) * 1e3, (t2 - t0) * 1e3))
             trace.emit(HostSpan("total", 0.0, stats.total_ms))
-            trace.emit(RunSummary(dict(stats)))
         return outputs, trace
 
     def _host_error(self, err: Exception, inst: int) -> Exception:

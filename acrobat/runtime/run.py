@@ -330,6 +330,8 @@ class Runtime:
             outputs, trace = self.direct.run(instances, stats, trace_level)
         finally:
             self.thread_stats(stats)
+        if trace_level != "off":  # after thread_stats: the summary has the thread facts
+            trace.emit(RunSummary(dict(stats)))
         self.chooser.observe(group, "direct", stats.total_ms, stats.nodes)
         return RunResult(outputs, trace, stats)
 

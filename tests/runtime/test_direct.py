@@ -89,6 +89,8 @@ def test_direct_trace_says_which_ran():
     summary = res.trace.of(RunSummary)[-1].stats
     assert summary["strategy"] == "direct"
     assert "asked for" in summary["strategy_reason"]
+    # the summary is the run's whole statistics, BLAS thread facts included
+    assert summary == dict(res.stats) and summary["threads"]
     assert "K0(1" in res.trace.of(HostProgramGenerated)[0].source
     assert not res.trace.of(ScheduleFormed)
     off = acrobat.run(program("birnn"), xs, strategy="direct", trace_level="off")
