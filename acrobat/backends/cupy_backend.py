@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from acrobat.codegen.cuda_kernels import REDUCE_BLOCK, CudaPlan, Gemm, Launch
-from acrobat.codegen.numpy_kernels import dense_by_value
+from acrobat.codegen.numpy_kernels import block_start, dense_by_value
 from acrobat.errors import BackendUnavailableError, IndexOutOfRange
 
 _HINT = "use backend='numpy', or backend='auto' to fall back to it automatically"
@@ -61,15 +61,6 @@ def load_cupy():
     except Exception as e:  # a driver too old for this CuPy, NVRTC missing, ...
         raise BackendUnavailableError(f"CUDA does not work here: {e}", hint=_HINT) from None
     return cupy
-
-
-def _start_of_run(rows: np.ndarray) -> int | None:
-    """The first row if ``rows`` are consecutive (a view will do), else None."""
-    n = len(rows)
-    r0 = int(rows[0])
-    if int(rows[-1]) - r0 == n - 1 and (n < 3 or np.array_equal(rows, np.arange(r0, r0 + n))):
-        return r0
-    return None
 
 
 def check_ids(xp, ids, size: int) -> None:
@@ -134,7 +125,7 @@ class PlanRunner:
                     check_ids(np if isinstance(a, np.ndarray) else xp, a, self.id_limits[key])
             elif isinstance(a, tuple):
                 buf, rows = a
-                start = _start_of_run(rows) if isinstance(rows, np.ndarray) else None
+                start = block_start(rows) if isinstance(rows, np.ndarray) else None
             else:
                 buf = xp.ascontiguousarray(xp.asarray(a)).reshape(B, -1)
                 rows, start = self.identity(B), 0

@@ -122,13 +122,17 @@ def dense_by_value(xp, x, w, x_rank: int, x_batched: bool, w_batched: bool):
     return xp.matmul(x if x_batched else x[None], wt)
 
 
-def _contiguous(rows: np.ndarray) -> int | None:
-    """The first row when ``rows`` are ``r0, r0 + 1, ...`` (one block), else None."""
+def block_start(rows: np.ndarray) -> int | None:
+    """The first row when ``rows`` (host ints, at least one) are ``r0, r0 + 1, ...`` (one
+    block: a view will do), else None. Shared by the NumPy kernels, the CuPy backend and
+    the arenas: the one test of "these rows are one block"."""
     n = rows.shape[0]
-    r0 = int(rows[0])
-    if int(rows[-1]) - r0 == n - 1 and (n < 3 or np.array_equal(rows, np.arange(r0, r0 + n))):
-        return r0
-    return None
+    if n <= 256:  # small: Python list equality beats NumPy's per-call overhead
+        lst = rows.tolist()
+        r0 = lst[0]
+        return r0 if lst[-1] - r0 == n - 1 and lst == list(range(r0, r0 + n)) else None
+    r0 = int(rows[0])  # ends n - 1 apart and strictly increasing: consecutive
+    return r0 if int(rows[-1]) - r0 == n - 1 and bool((rows[1:] > rows[:-1]).all()) else None
 
 
 def _gather(arg, shape: tuple[int, ...], ws: np.ndarray) -> np.ndarray:
@@ -139,7 +143,7 @@ def _gather(arg, shape: tuple[int, ...], ws: np.ndarray) -> np.ndarray:
         return arg
     buf, rows = arg
     n = rows.shape[0]
-    r0 = _contiguous(rows)
+    r0 = block_start(rows)
     if r0 is not None:
         return buf[r0 : r0 + n].reshape((n,) + shape)
     np.take(buf, rows, axis=0, out=ws, mode="clip")  # rows are valid arena rows

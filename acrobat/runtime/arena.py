@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from acrobat.codegen.numpy_kernels import block_start
 from acrobat.errors import AcrobatError
 
 
@@ -53,7 +54,7 @@ class Arena:
         they are contiguous and ``zero_copy`` is on (the outputs of one batch are one
         block), else a copy."""
         n = rows.shape[0]
-        if self.zero_copy and n and _consecutive(rows, n):
+        if self.zero_copy and n and block_start(rows) is not None:
             r0 = int(rows[0])
             return self.buf[r0 : r0 + n].reshape((n,) + self.shape), 0
         idx = rows if self.xp is np else self.xp.asarray(rows)
@@ -64,23 +65,13 @@ class Arena:
         """Bytes a gather of ``rows`` copies: none when they are one block (read in place),
         else every row (what :meth:`gather` counts)."""
         n = rows.shape[0]
-        if n and _consecutive(rows, n):
+        if n and block_start(rows) is not None:
             return 0
         return n * self.width * self.dtype.itemsize
 
     @property
     def nbytes(self) -> int:
         return self.peak * self.width * self.dtype.itemsize
-
-
-def _consecutive(rows: np.ndarray, n: int) -> bool:
-    """``rows`` (host ints, ``n > 0`` of them) are ``r0, r0 + 1, ..., r0 + n - 1``."""
-    if n <= 256:  # small: Python list equality beats NumPy's per-call overhead
-        lst = rows.tolist()
-        r0 = lst[0]
-        return lst[-1] - r0 == n - 1 and lst == list(range(r0, r0 + n))
-    r0 = int(rows[0])
-    return int(rows[-1]) - r0 == n - 1 and bool((rows[1:] > rows[:-1]).all())
 
 
 class ArenaPool:

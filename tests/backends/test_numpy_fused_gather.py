@@ -83,3 +83,20 @@ def test_bytes_gathered_are_counted_the_same_in_both_conventions(model, monkeypa
     assert_outputs_equal(fused.outputs, refs, f"{model} fused")
     assert_outputs_equal(plain.outputs, refs, f"{model} gathered")
     assert fused.stats["bytes_gathered"] == plain.stats["bytes_gathered"] > 0
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 256, 257, 1000])
+def test_block_start_finds_one_block_and_only_one_block(n):
+    """The one test of "these rows are one block" (kernels, CuPy backend, arenas)."""
+    from acrobat.codegen.numpy_kernels import block_start
+
+    rows = np.arange(7, 7 + n, dtype=np.int64)
+    assert block_start(rows) == 7
+    if n >= 2:
+        gap = rows.copy()
+        gap[-1] += 1  # ends n apart
+        assert block_start(gap) is None
+    if n >= 4:
+        swapped = rows.copy()
+        swapped[[1, 2]] = swapped[[2, 1]]  # the right span, not in order
+        assert block_start(swapped) is None
