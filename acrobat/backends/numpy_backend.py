@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from acrobat.backends.tiling import tile_rows, tiled
 from acrobat.codegen.numpy_kernels import compile_numpy_kernel
 
 
@@ -21,7 +22,13 @@ class NumpyBackend:
         """A callable ``fn(B, *args, out=views)`` (or, with gathered arguments and no
         ``out``, ``fn(B, *args) -> tuple of [B, ...] arrays``) and its source."""
         k = compile_numpy_kernel(kernel.function, params)
-        return k.fn, k.source
+        rows = tile_rows(kernel.function, sum(params[w].nbytes for w in kernel.weights))
+        if rows is None:
+            return k.fn, k.source
+        # a large working set per instance: launches of more rows run in tiles
+        # (acrobat.backends.tiling), so the temporaries stay in cache
+        note = f"# launches of more than {rows} rows are called in tiles of {rows} rows\n"
+        return tiled(k.fn, rows), note + k.source
 
     @staticmethod
     def to_device(a: np.ndarray) -> np.ndarray:

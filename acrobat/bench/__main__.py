@@ -18,6 +18,7 @@ from acrobat.bench.load import load_test, report
 from acrobat.bench.report import write_report
 from acrobat.passes.options import OPTIMIZATIONS
 from acrobat.runtime.schedule import policy_names
+from acrobat.runtime.strategy import STRATEGIES
 
 THREADS_HELP = "BLAS threads per launch: auto (default; ACROBAT_THREADS) or a count"
 
@@ -41,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--decisions", default="tensor", choices=("tensor", "random"))
     r.add_argument("--threads", type=_threads, default=None, help=THREADS_HELP)
+    r.add_argument("--strategy", default="auto", choices=STRATEGIES)
     lt = sub.add_parser("load-test", help="quiet vs one busy process beside it, interleaved")
     lt.add_argument("--model", default="treelstm")
     lt.add_argument("--size", default="small")
@@ -84,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             args.seed,
             args.decisions,
             args.threads,
+            args.strategy,
         )
         print(json.dumps(row))
         return 0

@@ -84,14 +84,18 @@ def run_acrobat(
     seed: int = 0,
     decisions: str = "tensor",
     threads: int | None = None,
+    strategy: str = "auto",
 ) -> dict[str, Any]:
-    """One acrobat configuration -> one row (``threads``: as ``acrobat.run``'s)."""
+    """One acrobat configuration -> one row (``threads``, ``strategy``: as
+    ``acrobat.run``'s)."""
     spec = acrobat.models.load(model, size, decisions=decisions)
     xs = bench_instances(spec, batch, seed)
     t = time.perf_counter()
     prog = acrobat.compile(spec.module, spec.params, acrobat.CompileOptions().without(*disable))
     compile_ms = (time.perf_counter() - t) * 1e3
-    res = acrobat.run(prog, xs, policy=policy, backend=backend, threads=threads)  # for FLOPs
+    res = acrobat.run(  # for FLOPs (traced: batched unless strategy="direct")
+        prog, xs, policy=policy, backend=backend, threads=threads, strategy=strategy
+    )
     flops = executed_flops(prog, res)
     metrics = (
         "gen_ms",
@@ -105,7 +109,13 @@ def run_acrobat(
 
     def one_run():
         return acrobat.run(
-            prog, xs, policy=policy, backend=backend, trace_level="off", threads=threads
+            prog,
+            xs,
+            policy=policy,
+            backend=backend,
+            trace_level="off",
+            threads=threads,
+            strategy=strategy,
         ).stats
 
     m = measure(one_run, repeats=runs, warmup=warmup, metrics=metrics)
