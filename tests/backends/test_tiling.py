@@ -87,13 +87,13 @@ def test_runs_with_every_kernel_tiled_equal_the_reference(model, monkeypatch):
     monkeypatch.setattr(tiling, "WEIGHT_RATIO", 1 << 40)
     prog2 = acrobat.compile(spec.module, spec.params)
     res = acrobat.run(prog2, xs, strategy="batched")
-    src = "".join(
-        e.source for e in res.trace.events if type(e).__name__ == "KernelCompiled"
-    )
+    src = "".join(e.source for e in res.trace.events if type(e).__name__ == "KernelCompiled")
     assert "called in tiles of 1 rows" in src
     for x, got, ref in zip(xs, res.outputs, want):
         assert acrobat.values_equal(got, ref), x
-        assert acrobat.values_equal(got, acrobat.evaluate(spec.module, x, spec.params), rtol=1e-4, atol=1e-5)
+        assert acrobat.values_equal(
+            got, acrobat.evaluate(spec.module, x, spec.params), rtol=1e-4, atol=1e-5
+        )
 
 
 def test_the_backend_says_which_kernels_it_tiles():
