@@ -4,8 +4,8 @@ The pipeline (each step one pass file in :mod:`acrobat.passes`)::
 
     ValidatePhases -> ToANF -> InlineSmallFunctions -> EliminateDeadCode
     -> SpecializeWeights -> FoldWeightExpressions -> BatchHorizontally -> EliminateDeadCode
-    -> FuseOps -> HoistStaticDepth -> CoarsenGrains -> HoistStaticDepth -> AddGhostOps
-    -> EliminateDeadCode
+    -> FuseOps -> HoistStaticDepth -> CoarsenGrains -> HoistStaticDepth
+    -> InferIndependence -> AddGhostOps -> EliminateDeadCode
 
 and lowering to a :class:`CompiledProgram`, which holds everything that does not
 depend on the inputs: the generated host program (the module's ordinary functions as
@@ -41,6 +41,7 @@ from acrobat.passes.fuse import FuseOps
 from acrobat.passes.ghost import AddGhostOps
 from acrobat.passes.hoist import HoistStaticDepth
 from acrobat.passes.horizontal import BatchHorizontally
+from acrobat.passes.independence import InferIndependence
 from acrobat.passes.inline import InlineSmallFunctions
 from acrobat.passes.options import CompileOptions
 from acrobat.passes.phases import ValidatePhases
@@ -103,6 +104,8 @@ class CompiledProgram:
     stats: dict[str, Any] = field(default_factory=dict)
     # the direct strategy's program (kernels called at once, per instance: codegen.direct)
     direct_program: DirectProgram | None = field(default=None, repr=False)
+    # host function -> pairs of independent steps (InferIndependence, for explain)
+    independent: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     @property
     def host_functions(self) -> list[Function]:
@@ -124,6 +127,7 @@ def default_passes() -> list:
         HoistStaticDepth(),
         CoarsenGrains(),
         HoistStaticDepth(),
+        InferIndependence(),
         AddGhostOps(),
         EliminateDeadCode(),
     ]
@@ -186,7 +190,9 @@ def compile(  # noqa: A001 - the public facade's name
     ]
     max_static_depth = max(depths, default=-1)
     # dynamic depths start right after the hoisted (static) ones
-    host = generate_host(out, result_taint.fiber_functions, max_static_depth + 1)
+    host = generate_host(
+        out, result_taint.fiber_functions, max_static_depth + 1, options.independence
+    )
     return CompiledProgram(
         module=out,
         kernels=kernels,
@@ -201,6 +207,7 @@ def compile(  # noqa: A001 - the public facade's name
         host_program=host,
         stats=stats,
         direct_program=generate_direct(out),
+        independent=ctx.facts.independent,
     )
 
 
@@ -247,6 +254,21 @@ def explain(
         f"{prog.max_static_depth + 1}; {prog.phases} phase(s)",
         "fibers (tensor-dependent control flow): "
         + (", ".join(sorted(prog.taint.fiber_functions)) or "none"),
+        "independence: "
+        + (
+            "steps start when their operands are ready (reads, fiber calls, phases and "
+            "ghosts keep program order); "
+            f"{sum(map(len, prog.independent.values()))} independent pair(s) in "
+            f"{len(prog.independent)} function(s)"
+            if prog.options.independence
+            else "off (depth follows program order)"
+        ),
+        "leveling: "
+        + (
+            "on (the acrobat policy moves ready nodes to an earlier bucket of their kernel)"
+            if prog.options.leveling
+            else "off"
+        ),
     ]
     for k in prog.kernels.values():
         lines.append(

@@ -40,7 +40,8 @@ def test_pipeline_order():
     assert [p.name for p in default_passes()] == [
         "ValidatePhases", "ToANF", "InlineSmallFunctions", "EliminateDeadCode",
         "SpecializeWeights", "FoldWeightExpressions", "BatchHorizontally", "EliminateDeadCode",
-        "FuseOps", "HoistStaticDepth", "CoarsenGrains", "HoistStaticDepth", "AddGhostOps",
+        "FuseOps", "HoistStaticDepth", "CoarsenGrains", "HoistStaticDepth", "InferIndependence",
+        "AddGhostOps",
         "EliminateDeadCode",
     ]  # fmt: skip
 

@@ -5,11 +5,20 @@ each kernel call without a static depth is one step, a ghost op ``count`` steps,
 of a non-recursive function its body's cost, ``parallel`` the max over its calls. It is
 ``None`` (not fixed) when it depends on the input: a call into recursion, a ``map`` (any
 length), or an ``if``/``match`` whose branches differ. Ghost operators use this.
+
+A call of a *host-only* function — one that, with everything it calls, records no
+dynamic kernel and pads nothing (building a ``List`` with a recursive ``append``) —
+costs 0 even when it recurses, and so does a ``map`` of one (:func:`host_only`).
+
+With ``independence`` (``CompileOptions.independence``), a block's cost is its longest
+chain of dependent steps (:mod:`acrobat.analysis.independence`), as the host program
+then moves the depth; otherwise it is the sum of its bindings' costs.
 """
 
 from __future__ import annotations
 
 from acrobat.analysis.callgraph import call_graph
+from acrobat.analysis.independence import READS, block_deps
 from acrobat.ir.nodes import (
     Expr,
     FnCall,
@@ -21,18 +30,54 @@ from acrobat.ir.nodes import (
     Module,
     OpCall,
     Parallel,
+    Phase,
 )
+from acrobat.ir.traversal import walk
+
+
+def host_only(m: Module) -> frozenset[str]:
+    """Functions that, with everything they call (transitively), record no dynamic
+    kernel and move no depth: no dynamic kernel call, ghost, tensor read or phase."""
+    cg = call_graph(m)
+    out: set[str] = set()
+    for scc in cg.sccs:  # callees first
+        ok = True
+        for name in scc:
+            f = m.function_map[name]
+            if f.is_kernel:
+                ok = False
+                break
+            for e in walk(f.body):
+                t = type(e)
+                if (
+                    (t is KernelCall and e.depth is None)
+                    or t is Phase
+                    or (t is OpCall and (e.op == "ghost" or e.op in READS))
+                    or ((t is FnCall or t is Map) and e.fn not in scc and e.fn not in out)
+                    or (t is Parallel and any(c.fn not in scc and c.fn not in out for c in e.calls))
+                ):
+                    ok = False
+                    break
+            if not ok:
+                break
+        if ok:
+            out.update(scc)
+    return frozenset(out)
 
 
 class BranchCosts:
     """Memoized costs of functions, and of expressions on demand."""
 
-    def __init__(self, m: Module):
+    def __init__(self, m: Module, independence: bool = False, fibers: frozenset[str] = frozenset()):
         self.m = m
         self.recursive = call_graph(m).recursive
+        self.free = host_only(m)
+        self.independence, self.fibers = independence, fibers
         self.memo: dict[str, int | None] = {}
 
     def function(self, name: str) -> int | None:
+        if name in self.free:
+            return 0
         if name in self.recursive:
             return None
         if name not in self.memo:
@@ -40,15 +85,21 @@ class BranchCosts:
         return self.memo[name]
 
     def block(self, e: Let, tail) -> int | None:
-        """Steps of a block: its bindings' costs, then ``tail(body)``; None if unknown."""
-        total = 0
-        for b in e.bindings:
+        """Steps of a block: its bindings' costs, then ``tail(body)``; None if unknown.
+
+        Sequential: the sum. With independence: each binding ends at its cost after the
+        latest end among the bindings it depends on; the tail starts after them all."""
+        ends: list[int] = []
+        for b, dep in zip(e.bindings, block_deps(e, self.fibers)):
             c = self.cost(b.value)
             if c is None:
                 return None
-            total += c
+            if self.independence:
+                ends.append(max((ends[j] for j in dep.deps), default=0) + c)
+            else:
+                ends.append((ends[-1] if ends else 0) + c)
         c = tail(e.body)
-        return None if c is None else total + c
+        return None if c is None else max(ends, default=0) + c
 
     def cost(self, e: Expr) -> int | None:
         t = type(e)
@@ -64,7 +115,7 @@ class BranchCosts:
             costs = [self.cost(c) for c in e.calls]
             return None if None in costs else max(costs)
         if t is Map:
-            return None
+            return 0 if e.fn in self.free else None
         if t in (If, Match):
             arms = [e.then, e.orelse] if t is If else [c.body for c in e.clauses]
             costs = {self.cost(a) for a in arms}
@@ -86,7 +137,7 @@ class BranchCosts:
         if t is Let:
             return self.ends_in_recursion(e.body)
         if t is FnCall:
-            return e.fn in self.recursive
+            return e.fn in self.recursive and e.fn not in self.free
         if t in (If, Match):
             return all(self.tails(e))
         return False
@@ -118,7 +169,7 @@ class BranchCosts:
         t = type(e)
         if t is Let:
             return self.block(e, self.prefix)
-        if t is FnCall and e.fn in self.recursive:
+        if t is FnCall and e.fn in self.recursive and e.fn not in self.free:
             return 0
         if t in (If, Match):
             costs = set(self.arms(e))

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from acrobat.analysis.independence import is_barrier, moves_depth
 from acrobat.codegen import ident
 from acrobat.codegen.records import CALL, PHASE, READ_ARGMAX, READ_ITEM, SPAWN, STRIDE, TAIL
 from acrobat.ir.nodes import (
@@ -55,7 +56,7 @@ from acrobat.ir.nodes import (
     TupleExpr,
     Var,
 )
-from acrobat.ir.traversal import walk
+from acrobat.ir.traversal import var_names, walk
 from acrobat.ir.types import FLOAT, TupleType
 
 _HOST_OPS = {
@@ -103,12 +104,22 @@ def fn(name: str) -> str:
 
 
 class _Gen:
-    def __init__(self, m: Module, fibers: frozenset[str], kernels: list[str], base: int):
+    def __init__(
+        self,
+        m: Module,
+        fibers: frozenset[str],
+        kernels: list[str],
+        base: int,
+        independence: bool = False,
+    ):
         self.m, self.fibers, self.base = m, fibers, base
+        self.independence = independence
         self.kid = {k: i for i, k in enumerate(kernels)}
         self.lines: list[str] = []
         self.tmp = 0
         self.weight_values: set[str] = set()
+        # independence: depth variable -> the depth variables it is known to be >= of
+        self.below: dict[str, frozenset[str]] = {}
 
     def emit(self, indent: int, text: str) -> None:
         self.lines.append("    " * indent + text)
@@ -133,9 +144,7 @@ class _Gen:
         """Code that computes ``e`` and returns it: blocks and branches here, the value
         itself in :meth:`tail_value`."""
         if isinstance(e, Let):
-            for b in e.bindings:
-                self.bind(v(b.var.name), b.value, ind)
-            self.tail(e.body, ind)
+            self.block(e, ind, lambda body: self.tail(body, ind))
         elif isinstance(e, If):
             self.emit(ind, f"if {self.atom(e.cond)}:")
             self.tail(e.then, ind + 1)
@@ -247,11 +256,75 @@ class _Gen:
         elif t is Match:
             self.match(e, ind, target)
         elif t is Let:
-            for b in e.bindings:
-                self.bind(v(b.var.name), b.value, ind)
-            self.bind(target, e.body, ind)
+            self.block(e, ind, lambda body: self.bind(target, body, ind))
         else:
             raise NotImplementedError(f"host code for {t.__name__}")
+
+    # -- blocks ------------------------------------------------------------------------
+    def block(self, e: Let, ind: int, finish) -> None:
+        """A block's bindings, then ``finish(body)``.
+
+        Sequential depth (independence off): each binding starts where the one before
+        ended. Independence on (:mod:`acrobat.analysis.independence`): a step starts at
+        the max depth its operands are ready at, so steps with no data dependency start
+        together, as in ``parallel(...)``; a barrier starts after everything before it and
+        everything after it starts after it; the block's result continues from the max
+        over everything it did. Depths live in local variables ``_dN`` of the generated
+        function, so the cost at run time is a few assignments and ``max`` calls."""
+        if not self.independence:
+            for b in e.bindings:
+                self.bind(v(b.var.name), b.value, ind)
+            finish(e.body)
+            return
+        entry = self.depth_var(ind, frozenset())
+        ready: dict[str, frozenset[str]] = {}  # variable -> depth vars it is ready at
+        front = frozenset({entry})  # depth vars whose max is where the block is
+        now = front  # depth vars whose max ``d`` holds now
+        for b in e.bindings:
+            target, value = v(b.var.name), b.value
+            if is_barrier(value, self.fibers):
+                now = self.set_depth(front, now, ind)
+                self.bind(target, value, ind)
+                entry = self.depth_var(ind, frozenset())  # a read may restart the depth
+                ready, front = {}, frozenset({entry})
+                now = front
+                continue
+            deps = frozenset().union(*(ready[n] for n in var_names(value) if n in ready))
+            deps = self.prune(deps or frozenset({entry}))
+            if moves_depth(value):
+                now = self.set_depth(deps, now, ind)
+                self.bind(target, value, ind)
+                dv = self.depth_var(ind, deps)
+                ready[b.var.name] = frozenset({dv})
+                front = self.prune(front | {dv})
+                now = frozenset({dv})
+            else:
+                self.bind(target, value, ind)
+                ready[b.var.name] = deps
+        self.set_depth(front, now, ind)
+        finish(e.body)
+
+    def depth_var(self, ind: int, below: frozenset[str]) -> str:
+        """A new depth variable holding ``d`` now, known to be >= every var in ``below``."""
+        self.tmp += 1
+        name = f"_d{self.tmp}"
+        self.below[name] = frozenset().union(below, *(self.below[b] for b in below))
+        self.emit(ind, f"{name} = d")
+        return name
+
+    def prune(self, deps: frozenset[str]) -> frozenset[str]:
+        """``deps`` without the variables another one of them is known to be >= of."""
+        if len(deps) < 2:
+            return deps
+        return frozenset(x for x in deps if not any(x in self.below[y] for y in deps if y != x))
+
+    def set_depth(self, deps: frozenset[str], now: frozenset[str], ind: int) -> frozenset[str]:
+        """Make ``d`` the max of ``deps`` (no code when it already is)."""
+        deps = self.prune(deps)
+        if deps != now:
+            names = sorted(deps, key=lambda x: int(x[2:]))
+            self.emit(ind, f"d = max({', '.join(names)})" if len(names) > 1 else f"d = {names[0]}")
+        return deps
 
     def kernel_call(self, target: str, e: KernelCall, ind: int) -> None:
         k = self.kid[e.kernel]
@@ -351,10 +424,14 @@ def _yields(e: Expr, fibers) -> bool:
     )
 
 
-def generate_host(m: Module, fibers: frozenset[str], base: int) -> HostProgram:
-    """Python source of the host program: ``make(recorders, ...)`` returns the entry."""
+def generate_host(
+    m: Module, fibers: frozenset[str], base: int, independence: bool = False
+) -> HostProgram:
+    """Python source of the host program: ``make(recorders, ...)`` returns the entry.
+
+    ``independence``: depths follow data dependencies inside blocks (see :meth:`_Gen.block`)."""
     kernels = [f.name for f in m.functions if f.is_kernel]
-    g = _Gen(m, fibers, kernels, base)
+    g = _Gen(m, fibers, kernels, base, independence)
     rec = ", ".join(f"R{i}" for i in range(len(kernels)))
     g.emit(
         0,

@@ -49,11 +49,15 @@ class Facts:
                    ``KernelSpec.groups``
     depth          the static-depth analysis at kernel granularity of the latest
                    HoistStaticDepth run (``None`` before it, or with hoisting off)
+    independent    host function -> pairs of its steps (bound variables) that no data
+                   dependency orders, so they start at one depth (InferIndependence;
+                   empty with independence off)
     """
 
     phases: int = 1
     coarse_groups: dict[str, list[str]] = field(default_factory=dict)
     depth: DepthResult | None = None
+    independent: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 
 from acrobat.analysis.branch_costs import BranchCosts
+from acrobat.analysis.taint import taint
 from acrobat.ir.nodes import Binding, Clause, Expr, Function, If, Let, Match, Module, OpCall, Var
 from acrobat.ir.types import UNIT
 from acrobat.passes.base import NameSupply, PassContext, Property, map_host_functions
@@ -42,9 +43,13 @@ class AddGhostOps:
         if not ctx.options.ghost_ops:
             return module
 
+        indep = ctx.options.independence
+        fibers = taint(module).fiber_functions if indep else frozenset()
+
         def rule(f: Function, names: NameSupply, current: Module):
-            # costs of the module so far: callees padded before ``f`` count their ghosts
-            costs = BranchCosts(current)
+            # costs of the module so far: callees padded before ``f`` count their ghosts;
+            # with independence a block costs its longest dependent chain, as it runs
+            costs = BranchCosts(current, indep, fibers)
 
             def one(e: Expr) -> Expr:
                 if not isinstance(e, (If, Match)):

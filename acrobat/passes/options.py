@@ -17,6 +17,8 @@ OPTIMIZATIONS = (
     "phases",
     "gather_fusion",
     "inline_depth",
+    "independence",
+    "leveling",
 )
 
 
@@ -33,6 +35,10 @@ class CompileOptions:
     phases                honour phase(); off: phase() is dropped (one phase)
     gather_fusion         kernels read batched inputs through index arrays (run time)
     inline_depth          depths computed by the host program (off: a DFG traversal)
+    independence          steps with no data dependency start at the same depth, as if
+                          written in parallel(...) (off: depth follows program order)
+    leveling              the acrobat policy moves a node to an earlier bucket of its
+                          kernel in its phase when its inputs are ready (run time)
     inline_max_bindings   functions at most this big (and not recursive) are inlined
     """
 
@@ -45,6 +51,8 @@ class CompileOptions:
     phases: bool = True
     gather_fusion: bool = True
     inline_depth: bool = True
+    independence: bool = True
+    leveling: bool = True
     inline_max_bindings: int = 8
 
     def without(self, *names: str) -> CompileOptions:

@@ -246,6 +246,7 @@ class Runtime:
         self.module = m = prog.module
         self.params = prog.params
         self.inline_depth = prog.options.inline_depth
+        self.leveling = prog.options.leveling
         self.backend = get_backend(backend_name)
         self.host = prog.host_program
         self.base = prog.max_static_depth + 1  # where dynamic depths start
@@ -427,7 +428,7 @@ class Runtime:
                 lst.clear()
         dfg = DFG(ex.info, recs)
         t2 = time.perf_counter()
-        sched = schedule(dfg, st.policy, self.inline_depth)
+        sched = schedule(dfg, st.policy, self.inline_depth, self.leveling)
         t3 = time.perf_counter()
         ex.reserve(st.next_value())
         self.pool.check(ex.output_bytes(dfg))

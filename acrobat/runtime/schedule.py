@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acrobat.codegen.records import KEY, STRIDE
+from acrobat.codegen.records import ARGS, KEY, OUT, STRIDE
 from acrobat.registry import Registry
 from acrobat.runtime.dfg import DFG
 
@@ -149,14 +149,68 @@ def _buckets(keys: np.ndarray) -> list[tuple[int, np.ndarray]]:
     return [(v, order[a:b]) for v, a, b in zip(sk[starts].tolist(), starts, [*cuts, n])]
 
 
-def acrobat_schedule(dfg: DFG) -> list[Batch]:
-    """Buckets by inline depth key (phase-major), kernel by kernel."""
+def acrobat_schedule(dfg: DFG, level: bool = True) -> list[Batch]:
+    """Buckets by inline depth key (phase-major), kernel by kernel; with ``level``, nodes
+    whose inputs are ready earlier join an earlier bucket of their kernel in the same
+    phase (:func:`_level`)."""
     groups = []
     for k, r in enumerate(dfg.records):
         if len(r):
             groups.extend((key, k, nodes) for key, nodes in _buckets(r[:, KEY]))
     groups.sort(key=lambda g: (g[0], g[1]))
+    if level and len(groups) > 1:
+        groups = _level(dfg, groups)
     return [Batch(k, nodes, key) for key, k, nodes in groups]
+
+
+def _level(dfg: DFG, groups: list[tuple[int, int, np.ndarray]]):
+    """Merge buckets of one kernel across keys where the dependencies allow.
+
+    One sweep over the buckets in key order, keeping the level every value was placed
+    at (values made before this DFG are ready). A bucket's nodes whose producers are all
+    placed below the last level opened for their kernel in the same phase join that
+    level; the others stay at their own key, which opens a new one. Every node stays
+    after its producers: its level is above theirs. Cost: a few vectorized steps per
+    bucket (no traversal of nodes)."""
+    tops = [
+        int(r[:, OUT].max()) + ki.n_outputs for ki, r in zip(dfg.kernels, dfg.records) if len(r)
+    ]
+    placed = np.full(max(tops) + 1, -1, np.int64)
+    args = [[ARGS + a for a, b in enumerate(ki.arg_batched) if b] for ki in dfg.kernels]
+    last: dict[int, tuple[int, list[np.ndarray]]] = {}
+    out: list[tuple[int, int, list[np.ndarray]]] = []
+    for key, k, nodes in groups:
+        r = dfg.records[k]
+        n_out = dfg.kernels[k].n_outputs
+        outs = r[nodes, OUT]
+        open_ = last.get(k)
+        if open_ is not None and open_[0] >= key - key % STRIDE:
+            ready = np.full(len(nodes), -1, np.int64)
+            for c in args[k]:
+                ids = r[nodes, c]
+                inside = (ids >= 0) & (ids < len(placed))
+                if inside.all():
+                    np.maximum(ready, placed[ids], out=ready)
+                elif inside.any():
+                    ready[inside] = np.maximum(ready[inside], placed[ids[inside]])
+            early = ready < open_[0]
+            if early.any():
+                lv = open_[0]
+                open_[1].append(nodes[early])
+                for j in range(n_out):
+                    placed[outs[early] + j] = lv
+                if early.all():
+                    continue
+                nodes, outs = nodes[~early], outs[~early]
+        parts = [nodes]
+        for j in range(n_out):
+            placed[outs + j] = key
+        last[k] = (key, parts)
+        out.append((key, k, parts))
+    return [
+        (key, k, parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts)))
+        for key, k, parts in out
+    ]
 
 
 def _predecessors(n: int, src: np.ndarray, dst: np.ndarray):
@@ -256,9 +310,9 @@ def lower_bound(dfg: DFG) -> int:
 
 
 @register_policy("acrobat", keyed_levels=True)
-def _acrobat(dfg: DFG, inline_depth: bool) -> list[Batch]:
+def _acrobat(dfg: DFG, inline_depth: bool, leveling: bool = True) -> list[Batch]:
     """Buckets by (phase, inline depth, kernel): no traversal, the host computed the depths."""
-    return acrobat_schedule(dfg) if inline_depth else runtime_depth_schedule(dfg)
+    return acrobat_schedule(dfg, leveling) if inline_depth else runtime_depth_schedule(dfg)
 
 
 @register_policy("dynet-depth")
@@ -279,6 +333,10 @@ def _eager(dfg: DFG, inline_depth: bool) -> list[Batch]:
     return eager_schedule(dfg)
 
 
-def schedule(dfg: DFG, policy: str, inline_depth: bool = True) -> Schedule:
-    """Run the registered policy ``policy`` on ``dfg``: its batches in launch order."""
+def schedule(dfg: DFG, policy: str, inline_depth: bool = True, leveling: bool = True) -> Schedule:
+    """Run the registered policy ``policy`` on ``dfg``: its batches in launch order.
+
+    ``leveling`` is ``CompileOptions.leveling``; only the ``acrobat`` policy reads it."""
+    if policy == "acrobat" and not leveling:
+        return Schedule(policy, _acrobat(dfg, inline_depth, leveling=False))
     return Schedule(policy, get_policy(policy)(dfg, inline_depth))

@@ -141,7 +141,9 @@ def test_invalidated_property_names_the_pass_that_broke_it():
     passes = default_passes()
     second_hoist = [i for i, p in enumerate(passes) if p.name == "HoistStaticDepth"][1]
     del passes[second_hoist]
-    with pytest.raises(PipelineError, match=r"AddGhostOps .* requires 'hoisted'.*CoarsenGrains"):
+    with pytest.raises(
+        PipelineError, match=r"InferIndependence .* requires 'hoisted'.*CoarsenGrains"
+    ):
         Pipeline(passes).check()
 
 

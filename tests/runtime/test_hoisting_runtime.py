@@ -99,9 +99,12 @@ def test_childsum_hoisted_kernels_run_first_and_once():
 
 
 def test_childsum_without_hoisting_spreads_those_kernels():
+    # independence and leveling off too: with independence every node's embedding starts
+    # at its cell's entry depth (the children's cells start there as well), and leveling
+    # merges buckets of input-only kernels at run time (next test)
     xs, refs = batch("treelstm_childsum", 8, 0)
     hoisted = static_depth_kernels(program("treelstm_childsum"))
-    prog = program("treelstm_childsum", ("hoisting",))
+    prog = program("treelstm_childsum", ("hoisting", "leveling", "independence"))
     assert not static_depth_kernels(prog)
     res = acrobat.run(prog, xs, trace_level="nodes")
     assert_outputs_equal(res.outputs, refs)
@@ -111,3 +114,15 @@ def test_childsum_without_hoisting_spreads_those_kernels():
     on = acrobat.run(program("treelstm_childsum"), xs, trace_level="off", strategy="batched")
     on = on.stats["launches"]
     assert on < res.stats["launches"]
+
+
+def test_childsum_leveling_gathers_what_hoisting_would():
+    """Without hoisting, the run-time leveling of the acrobat policy still runs each
+    input-only kernel in one batch: its nodes are ready from the start."""
+    xs, refs = batch("treelstm_childsum", 8, 0)
+    hoisted = static_depth_kernels(program("treelstm_childsum"))
+    prog = program("treelstm_childsum", ("hoisting", "independence"))
+    res = acrobat.run(prog, xs, trace_level="nodes")
+    assert_outputs_equal(res.outputs, refs)
+    where = batches_by_kernel(res)
+    assert all(len(where[k]) == 1 for k in hoisted)
