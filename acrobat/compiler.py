@@ -2,7 +2,7 @@
 
 The pipeline (each step one pass file in :mod:`acrobat.passes`)::
 
-    ValidatePhases -> ToANF -> InlineSmallFunctions -> EliminateDeadCode
+    ValidatePhases -> ToANF -> InlineSmallFunctions -> EliminateDeadCode -> ReadsLast
     -> SpecializeWeights -> FoldWeightExpressions -> BatchHorizontally -> EliminateDeadCode
     -> FuseOps -> HoistStaticDepth -> CoarsenGrains -> HoistStaticDepth
     -> InferIndependence -> AddGhostOps -> EliminateDeadCode
@@ -45,6 +45,7 @@ from acrobat.passes.independence import InferIndependence
 from acrobat.passes.inline import InlineSmallFunctions
 from acrobat.passes.options import CompileOptions
 from acrobat.passes.phases import ValidatePhases
+from acrobat.passes.reads import ReadsLast
 from acrobat.passes.specialize import SpecializeWeights
 from acrobat.trace import PassApplied, TaintComputed, Trace
 
@@ -119,6 +120,7 @@ def default_passes() -> list:
         ToANF(),
         InlineSmallFunctions(),
         EliminateDeadCode(),
+        ReadsLast(),
         SpecializeWeights(),
         FoldWeightExpressions(),
         BatchHorizontally(),

@@ -151,6 +151,8 @@ class BranchCosts:
         are compared by the steps before their tail call.
         """
         costs, tails = self.arms(e), self.tails(e)
+        arms = [e.then, e.orelse] if isinstance(e, If) else [c.body for c in e.clauses]
+        costs = [None if self.reads(a) else c for a, c in zip(arms, costs)]
         group = [i for i, t in enumerate(tails) if t] if any(tails) else list(range(len(costs)))
         known = [costs[i] for i in group if costs[i] is not None]
         if len(known) < 2 or len(set(known)) == 1:
@@ -159,6 +161,20 @@ class BranchCosts:
         return [
             top - costs[i] if i in group and costs[i] is not None else 0 for i in range(len(costs))
         ]
+
+    def reads(self, e: Expr) -> bool:
+        """Whether ``e`` may read a tensor value (``item``/``argmax``, or a call of a fiber
+        function): the depth after a read restarts at the phase's base, so no padding
+        makes such an arm leave at the depth of the others."""
+        for x in walk(e):
+            t = type(x)
+            if t is OpCall and x.op in READS:
+                return True
+            if (t is FnCall or t is Map) and x.fn in self.fibers:
+                return True
+            if t is Parallel and any(c.fn in self.fibers for c in x.calls):
+                return True
+        return False
 
     def prefix(self, e: Expr) -> int | None:
         """Steps taken before a final tail call into recursion (all steps if none).

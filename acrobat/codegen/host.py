@@ -14,7 +14,11 @@ moves ``d`` to the next phase's base. No IR is interpreted at run time.
 After a tensor read the fiber resumes only once the pending DFG has been executed, so
 every value it can see exists: its dynamic depth restarts at the phase's base, which
 re-aligns instances that drifted apart (a shift-reduce parser doing different numbers of
-SHIFTs and REDUCEs) — an improvement over keeping depths across rounds.
+SHIFTs and REDUCEs) — an improvement over keeping depths across rounds. With
+independence on, a kernel call whose value is only read on the host (a decision such as
+``item(sigmoid(w . h))``) records at the phase's last level, ``LATE``: nothing in the DFG
+consumes it, so the decisions of every instance in a round of reads form one launch
+however many steps each instance took before its read.
 
 Functions that need tensor values (``item``/``argmax``, or calls of such functions —
 the taint analysis's fiber functions) are generated as generators: they yield requests
@@ -58,6 +62,8 @@ from acrobat.ir.nodes import (
 )
 from acrobat.ir.traversal import var_names, walk
 from acrobat.ir.types import FLOAT, TupleType
+
+LATE = STRIDE - 1  # the last depth of a phase: where a kernel only read on the host records
 
 _HOST_OPS = {
     "h.add": "({} + {})",
@@ -135,6 +141,7 @@ class _Gen:
         if any(isinstance(e, KernelCall) for e in walk(f.body)):
             self.emit(2, "nonlocal nv")
         self.is_fiber = f.name in self.fibers
+        self.read_only = _read_only(f.body) if self.independence else frozenset()
         if self.is_fiber and not any(_yields(e, self.fibers) for e in walk(f.body)):
             self.emit(2, "if False:")
             self.emit(3, "yield")
@@ -331,6 +338,10 @@ class _Gen:
         n_out = len(e.ty.fields) if isinstance(e.ty, TupleType) else 1
         self.emit(ind, f"o = nv; nv = o + {n_out}")
         key = "d" if e.depth is None else f"d - d % {STRIDE} + {e.depth}"
+        if e.depth is None and n_out == 1 and target in self.read_only:
+            # only read on the host: nothing in this DFG consumes it, so it waits for
+            # the last level of the phase, where every other instance's read joins it
+            key = f"d - d % {STRIDE} + {LATE}"
         kparams = self.m.function_map[e.kernel].params
         # records are int64 rows: a host float travels as the bits of a float64
         args = "".join(
@@ -410,6 +421,19 @@ class _Gen:
             self.emit(ind, f"{r} = [{fn(e.fn)}(x, {extra}d) for x in {items}]")
         self.emit(ind, f"{target} = from_list([x[0] for x in {r}])")
         self.emit(ind, f"d = max([d] + [x[1] for x in {r}])")
+
+
+def _read_only(body: Expr) -> frozenset[str]:
+    """Generated names of the variables that are only ever tensor-read (``item``/``argmax``)
+    in ``body``: no kernel or value uses them, so the read is their only consumer."""
+    reads: dict[str, int] = {}
+    uses: dict[str, int] = {}
+    for x in walk(body):
+        if type(x) is Var:
+            uses[x.name] = uses.get(x.name, 0) + 1
+        elif type(x) is OpCall and x.op in ("item", "argmax") and type(x.args[0]) is Var:
+            reads[x.args[0].name] = reads.get(x.args[0].name, 0) + 1
+    return frozenset(v(n) for n, k in reads.items() if uses[n] == k)
 
 
 def _yields(e: Expr, fibers) -> bool:

@@ -69,7 +69,7 @@ def failing_functions(m: Module) -> frozenset[str]:
     return frozenset(out)
 
 
-def _may_fail(e: Expr, failing: frozenset[str]) -> bool:
+def may_fail(e: Expr, failing: frozenset[str]) -> bool:
     for x in walk(e):
         if isinstance(x, OpCall) and op_may_fail(x):
             return True
@@ -87,7 +87,7 @@ def prune_block(e: Expr, failing: frozenset[str] = frozenset()) -> Expr:
     live = var_names(e.body)
     kept: list[Binding] = []
     for b in reversed(e.bindings):
-        if b.var.name in live or _effectful(b.value) or _may_fail(b.value, failing):
+        if b.var.name in live or _effectful(b.value) or may_fail(b.value, failing):
             kept.append(b)
             live |= var_names(b.value)
     kept.reverse()

@@ -426,6 +426,8 @@ class Runtime:
                 recs[k] = _records(lst, self.widths[k], self.kernels[k].name)
                 nodes += len(lst)
                 lst.clear()
+        if not nodes:  # e.g. a second read of a value the last pass made: nothing to run
+            return
         dfg = DFG(ex.info, recs)
         t2 = time.perf_counter()
         sched = schedule(dfg, st.policy, self.inline_depth, self.leveling)

@@ -101,6 +101,8 @@ def test_stackrnn_reduce_is_padded():
     spec = acrobat.models.load("stackrnn", "tiny")
     prog = acrobat.compile(spec.module, spec.params)
     assert "ghost(count=1)" in prog.module.pretty()
-    assert "parse: branch costs [2, 1] padded by [0, 1]" in acrobat.explain(
-        spec.module, spec.params
-    )
+    text = acrobat.explain(spec.module, spec.params)
+    assert "parse: branch costs [1, 0] padded by [0, 1]" in text  # REDUCE next to no-op
+    # the arm that reads the decision restarts its depth after the read (codegen/host.py),
+    # so the SHIFT next to it is not padded to the decision's cost
+    assert "[2, 1] padded" not in text
