@@ -17,7 +17,7 @@ from acrobat import (
 )
 from acrobat.backends import BackendInfo
 from acrobat.baselines.measure import Measurement, Spread, Verdict, measure
-from acrobat.compiler import CompiledProgram, KernelSpec, compile, explain
+from acrobat.compiler import CompiledProgram, KernelSpec, compile
 from acrobat.errors import (
     AcrobatError,
     AcrobatMatchError,
@@ -35,6 +35,7 @@ from acrobat.errors import (
 from acrobat.frontend import parse
 from acrobat.ir import AdtValue, Module, evaluate, from_list, init_params, to_list, values_equal
 from acrobat.passes.options import CompileOptions
+from acrobat.runtime.gap import GapReport, KernelGap, explain, gap_report
 from acrobat.runtime.run import RunResult, run
 from acrobat.runtime.schedule import PolicyInfo, policies
 
@@ -58,6 +59,9 @@ __all__ = [
     "Verdict",
     "compile",
     "explain",
+    "gap_report",
+    "GapReport",
+    "KernelGap",
     "models",
     "EvaluationError",
     "IRParseError",
