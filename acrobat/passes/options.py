@@ -36,7 +36,9 @@ class CompileOptions:
     gather_fusion         kernels read batched inputs through index arrays (run time)
     inline_depth          depths computed by the host program (off: a DFG traversal)
     independence          steps with no data dependency start at the same depth, as if
-                          written in parallel(...) (off: depth follows program order)
+                          written in parallel(...); work that needs no tensor read's value
+                          goes before the read (ReadsLast), and a kernel only read on the
+                          host records at its phase's last level (off: program order)
     leveling              the acrobat policy moves a node to an earlier bucket of its
                           kernel in its phase when its inputs are ready (run time)
     inline_max_bindings   functions at most this big (and not recursive) are inlined
