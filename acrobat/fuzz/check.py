@@ -28,15 +28,17 @@ import numpy as np
 
 import acrobat
 from acrobat.errors import AcrobatError, InstanceError
-from acrobat.passes.options import OPTIMIZATIONS, CompileOptions
+from acrobat.passes.options import OPT_IN, OPTIMIZATIONS, CompileOptions
 from acrobat.runtime.schedule import policy_names
 
 RTOL = 1e-3
 ATOL = 1e-4
 """Tolerances of the value comparison (float32 kernels batched in another order)."""
 
-OPTION_SETS: tuple[tuple[str, CompileOptions], ...] = (("default", CompileOptions()),) + tuple(
-    (f"no-{name}", CompileOptions().without(name)) for name in OPTIMIZATIONS
+OPTION_SETS: tuple[tuple[str, CompileOptions], ...] = (
+    (("default", CompileOptions()),)
+    + tuple((f"no-{name}", CompileOptions().without(name)) for name in OPTIMIZATIONS)
+    + tuple((name, CompileOptions().with_(name)) for name in OPT_IN)
 )
 
 

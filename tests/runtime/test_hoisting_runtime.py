@@ -19,7 +19,7 @@ import acrobat
 from acrobat.ir.nodes import KernelCall
 from acrobat.ir.traversal import walk
 from acrobat.trace import NodeRecorded
-from tests.runtime.helpers import assert_outputs_equal, batch, program
+from tests.runtime.helpers import assert_outputs_equal, batch, program, spec
 
 
 def static_depth_kernels(prog) -> set[str]:
@@ -99,9 +99,9 @@ def test_childsum_hoisted_kernels_run_first_and_once():
 
 
 def test_childsum_without_hoisting_spreads_those_kernels():
-    # independence and leveling off too: with independence every node's embedding starts
-    # at its cell's entry depth (the children's cells start there as well), and leveling
-    # merges buckets of input-only kernels at run time (next test)
+    # independence off too: with independence every node's embedding starts at its
+    # cell's entry depth (the children's cells start there as well); leveling (opt-in)
+    # would merge buckets of input-only kernels at run time (next test)
     xs, refs = batch("treelstm_childsum", 8, 0)
     hoisted = static_depth_kernels(program("treelstm_childsum"))
     prog = program("treelstm_childsum", ("hoisting", "leveling", "independence"))
@@ -121,7 +121,9 @@ def test_childsum_leveling_gathers_what_hoisting_would():
     input-only kernel in one batch: its nodes are ready from the start."""
     xs, refs = batch("treelstm_childsum", 8, 0)
     hoisted = static_depth_kernels(program("treelstm_childsum"))
-    prog = program("treelstm_childsum", ("hoisting", "independence"))
+    s = spec("treelstm_childsum")
+    options = acrobat.CompileOptions().without("hoisting", "independence").with_("leveling")
+    prog = acrobat.compile(s.module, s.params, options)
     res = acrobat.run(prog, xs, trace_level="nodes")
     assert_outputs_equal(res.outputs, refs)
     where = batches_by_kernel(res)
