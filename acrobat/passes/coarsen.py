@@ -48,6 +48,7 @@ from acrobat.passes.base import (
     fresh_global,
     map_host_functions,
 )
+from acrobat.passes.fuse import flatten_output
 
 
 def _passive(v: Expr) -> bool:
@@ -156,6 +157,14 @@ class CoarsenGrains:
         outs = [b.var for b in run if b.var.name in used_after and b.var.name in defined]
         if not outs:
             outs = [inner[-1].var]
+        rebuild: list[Binding] = []
+        if len(outs) > 1 and any(isinstance(o.ty, TupleType) for o in outs):
+            # outputs are flat: a tuple value (a kernel ending in ``split``) next to other
+            # outputs leaves as its elements and is rebuilt after the call
+            parts: list[Binding] = []
+            outs = [p for o in outs for p in flatten_output(o, parts, rebuild, names)]
+            inner.extend(parts)
+            rebuild.reverse()
         result = (
             outs[0]
             if len(outs) == 1
@@ -179,6 +188,7 @@ class CoarsenGrains:
             outside
             + [Binding(tmp, call)]
             + [Binding(o, Proj(tmp, j, ty=o.ty)) for j, o in enumerate(outs)]
+            + rebuild
         )
 
 

@@ -160,6 +160,14 @@ class FuseOps:
         outs = [b.var for b in g.members if b.var.name in used_after]
         if not outs:
             outs = [g.members[-1].var]
+        rebuild: list[Binding] = []
+        if len(outs) > 1 and any(isinstance(o.ty, TupleType) for o in outs):
+            # a kernel's outputs are flat: a tuple value (``split``) next to other outputs
+            # leaves as its elements and is rebuilt after the call
+            inner: list[Binding] = []
+            outs = [p for o in outs for p in flatten_output(o, inner, rebuild, names)]
+            g = _Group(g.members + inner, g.static, g.defined | {b.var.name for b in inner})
+            rebuild.reverse()  # inner tuples first
         kernel = self.kernel_for(g, inputs, outs, fn)
         ret = kernel.ret
         call = KernelCall(kernel.name, tuple(inputs), ty=ret)
@@ -168,7 +176,7 @@ class FuseOps:
         tmp = Var(names.fresh("k"), ty=ret)
         bind = [Binding(tmp, call)]
         bind += [Binding(o, Proj(tmp, j, ty=o.ty)) for j, o in enumerate(outs)]
-        return bind
+        return bind + rebuild
 
     def kernel_for(self, g: _Group, inputs: list[Var], outs: list[Var], fn: str) -> Function:
         params = tuple(Var(x.name, ty=x.ty) for x in inputs)
@@ -184,6 +192,22 @@ class FuseOps:
             name = fresh_global(f"{fn}_k", self.taken)
             self.kernels[key] = dataclasses.replace(fnk, name=name)
         return self.kernels[key]
+
+
+def flatten_output(
+    o: Var, inner: list[Binding], rebuild: list[Binding], names: NameSupply
+) -> list[Var]:
+    """The non-tuple values that make up ``o``: projections of a tuple go into the kernel
+    (``inner``) and the tuple is rebuilt from them after the call (``rebuild``)."""
+    if not isinstance(o.ty, TupleType):
+        return [o]
+    parts = []
+    for j, t in enumerate(o.ty.fields):
+        p = Var(names.fresh(o.name), ty=t)
+        inner.append(Binding(p, Proj(o, j, ty=t)))
+        parts.append(p)
+    rebuild.append(Binding(o, TupleExpr(tuple(parts), ty=o.ty)))
+    return [x for p in parts for x in flatten_output(p, inner, rebuild, names)]
 
 
 def _closes(v: Expr) -> bool:
