@@ -35,7 +35,7 @@ from acrobat.runtime.fibers import HOST_FAILURES, Fiber, host_failure, run_fiber
 from acrobat.runtime.schedule import Schedule, get_policy, lower_bound, schedule
 from acrobat.runtime.strategy import StrategyChooser
 from acrobat.runtime.threads import ThreadPlan
-from acrobat.runtime.values import array_bytes, from_handles, has_tensor, to_handles
+from acrobat.runtime.values import array_bytes, from_handles_all, has_tensor, to_handles
 from acrobat.trace import (
     HostProgramGenerated,
     HostSpan,
@@ -457,7 +457,7 @@ class Runtime:
         if not self.tensor_output:
             return [r[0] for r in raw]
         m = self.module
-        return [from_handles(m, r[0], m.main.ret, self.executor) for r in raw]
+        return from_handles_all(m, [r[0] for r in raw], m.main.ret, self.executor)
 
     def finish(self, st: _RunState, n_instances: int) -> None:
         """Complete the statistics and, when tracing, the trace."""
