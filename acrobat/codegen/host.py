@@ -2,14 +2,17 @@
 
 Each IR function becomes one Python function that runs an instance's control flow on
 real host values (ADT values, ints) and, at every kernel call, *records* a DFG node
-instead of computing: it appends ``(key, out, instance, *args)`` to the kernel's record
-list, where ``out`` is the first of the node's fresh output value ids (tensor handles)
-and ``key = phase * STRIDE + depth`` orders the schedule. Depth is threaded inline
-(docs/paper.md §4): every function takes ``d`` and returns ``(result, d)``; a
-dynamic kernel call records at ``d`` then increments it; a hoisted call records at its
-static depth within the current phase; ``parallel``/``map`` children start at the same
-``d`` and the parent continues from their max; ghost ops add to ``d``; ``phase()``
-moves ``d`` to the next phase's base. No IR is interpreted at run time.
+instead of computing: it adds the row ``(key, out, instance, *args)`` to the kernel's
+record list (``R<k>`` extends that flat list of ints by the row), where ``out`` is the
+first of the node's fresh output value ids (tensor handles) and
+``key = phase * STRIDE + depth`` orders the schedule. Depth is threaded inline
+(docs/paper.md §4): a function that can move the depth takes ``d`` and returns
+``(result, d)``; a dynamic kernel call records at ``d`` then increments it; a hoisted
+call records at its static depth within the current phase; ``parallel``/``map``
+children start at the same ``d`` and the parent continues from their max; ghost ops add
+to ``d``; ``phase()`` moves ``d`` to the next phase's base. A function that never moves
+it returns its result alone, and one that never reads it takes no ``d``
+(:func:`depth_use`); a call of a function itself in tail position is a loop. No IR is interpreted at run time.
 
 After a tensor read the fiber resumes only once the pending DFG has been executed, so
 every value it can see exists: its dynamic depth restarts at the phase's base, which

@@ -180,13 +180,14 @@ def _memory_limit() -> int:
     return 16 << 30
 
 
-def _records(rows: list[tuple], width: int, kernel: str) -> np.ndarray:
-    """Recorded nodes as an int64 array; a host int that does not fit is the instance's
-    error (the reference interpreter raises one for such a value too)."""
+def _records(flat: list, width: int, kernel: str) -> np.ndarray:
+    """Recorded nodes (their rows one after the other, ``width`` ints each) as an int64
+    array; a host int that does not fit is the instance's error (the reference
+    interpreter raises one for such a value too)."""
     try:
-        return np.array(rows, np.int64).reshape(len(rows), width)
+        return np.array(flat, np.int64).reshape(len(flat) // width, width)
     except OverflowError:
-        for row in rows:
+        for row in zip(*[iter(flat)] * width):
             for value in row[ARGS:]:
                 if not -(1 << 63) <= value < 1 << 63:
                     raise InstanceError(
@@ -225,7 +226,8 @@ class _RunState:
         self.node_events = trace_level == "nodes"
         self.t0 = 0.0
         self.stats = RunStats(policy=policy, backend=runtime.backend.name)
-        # each kernel's rows recorded since the last flush (a flush empties them)
+        # each kernel's rows recorded since the last flush, one after the other in one
+        # flat list of ints (a flush empties them)
         self.lists: list[list] = [[] for _ in runtime.kernels]
         self.weights: dict[str, int] = {}  # weights the host program uses as values -> id
         # the host program's closures for this run (made by Runtime.begin): its entry,
@@ -359,7 +361,7 @@ class Runtime:
             memory_limit = self.default_limit
         self.pool.limit = memory_limit
         st.entry, st.start, st.next_value = self.make(
-            *(lst.append for lst in st.lists), AdtValue, to_list, from_list, st.weights, float_bits
+            *(lst.extend for lst in st.lists), AdtValue, to_list, from_list, st.weights, float_bits
         )
 
     def upload(self, st: _RunState, instances: list) -> tuple[list[list], int]:
@@ -422,8 +424,8 @@ class Runtime:
         nodes = 0
         for k, lst in enumerate(st.lists):
             if lst:  # only the rows recorded since the last flush are here
-                recs[k] = _records(lst, self.widths[k], self.kernels[k].name)
-                nodes += len(lst)
+                recs[k] = r = _records(lst, self.widths[k], self.kernels[k].name)
+                nodes += len(r)
                 lst.clear()
         dfg = DFG(ex.info, recs)
         t2 = time.perf_counter()
