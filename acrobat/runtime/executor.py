@@ -137,7 +137,10 @@ class Executor:
         for (a, op), idx in where.items():
             arena = self.arena_list[a]
             r = rows[idx]
-            data = self.backend.to_host(arena.buf.take(r if xp is np else xp.asarray(r), axis=0))
+            if xp is np:  # take copies already: no second copy to the host
+                data = arena.buf.take(r, axis=0)
+            else:
+                data = self.backend.to_host(arena.buf.take(xp.asarray(r), axis=0))
             if op == READ_ARGMAX:
                 values = data.argmax(axis=1).tolist()
             elif arena.width == 1 and 0 not in arena.shape:  # one element
