@@ -461,7 +461,7 @@ def generate_host(m: Module, fibers: frozenset[str], base: int) -> HostProgram:
     for f in m.functions:
         if not f.is_kernel:
             g.function(f)
-    g.emit(1, "def start(i, first_value):")
+    g.emit(1, "def start(i, first_value=None):")
     g.emit(2, '"""Set the instance number and the next free value id."""')
     g.emit(2, "nonlocal inst, nv")
     g.emit(2, "inst = i")

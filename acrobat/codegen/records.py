@@ -43,7 +43,8 @@ import struct
 
 STRIDE = 1 << 32  # depth keys: phase * STRIDE + depth
 KEY, OUT, INST, ARGS = 0, 1, 2, 3  # record columns; arguments start at ARGS
-READ_ITEM, READ_ARGMAX, CALL, SPAWN, PHASE, TAIL = range(6)  # fiber request ops
+READ_ITEM, READ_ARGMAX, CALL, SPAWN, PHASE, TAIL = range(6)  # fiber request ops; the reads
+# first (the fiber scheduler tests ``op <= READ_ARGMAX``)
 
 _FLOAT64, _INT64 = struct.Struct("<d"), struct.Struct("<q")
 

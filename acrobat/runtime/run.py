@@ -232,7 +232,8 @@ class _RunState:
         self.lists: list[list] = [[] for _ in runtime.kernels]
         self.weights: dict[str, int] = {}  # weights the host program uses as values -> id
         # the host program's closures for this run (made by Runtime.begin): its entry,
-        # start(i, first value id) and next_value() (the next free value id)
+        # start(i, first value id = None: unchanged) and next_value() (the next free
+        # value id)
         self.entry = self.start = self.next_value = None
         self.passes: list[tuple[DFG, Schedule]] = []
         self.bounds: list[int] = []  # lower bound of each pass
@@ -406,13 +407,11 @@ class Runtime:
         if self.entry_is_fiber:
             roots = [Fiber(st.entry(*a, self.base), i) for i, a in enumerate(args_list)]
 
-            raw, _ = run_fibers(
-                roots, lambda i: st.start(i, None), lambda: self.flush(st), ex.answer_reads
-            )
+            raw, _ = run_fibers(roots, st.start, lambda: self.flush(st), ex.answer_reads)
         else:
             raw = []
             for i, a in enumerate(args_list):
-                st.start(i, None)
+                st.start(i)
                 try:
                     raw.append(st.entry(*a, self.base))
                 except HOST_FAILURES as err:
