@@ -45,6 +45,18 @@ class Arena:
         self.peak = max(self.peak, end)
         return start
 
+    def block(self, n: int) -> tuple[int, np.ndarray]:
+        """:meth:`alloc` of ``n`` rows and their :meth:`rows` view, in one call."""
+        start = self.top
+        end = start + n
+        if end > self.buf.shape[0]:
+            self.alloc(n)
+        else:
+            self.top = end
+            if end > self.peak:
+                self.peak = end
+        return start, self.buf[start:end].reshape((n,) + self.shape)
+
     def rows(self, start: int, n: int) -> np.ndarray:
         """A view of ``n`` rows as ``[n, *shape]``."""
         return self.buf[start : start + n].reshape((n,) + self.shape)
