@@ -114,15 +114,15 @@ def _make_walker(m: Module, t: Type, memo: dict):
     memo[t] = (lambda v, ids: slot[0](v, ids), lambda v, nxt: slot[1](v, nxt))
     adt = m.adt_map[t.name]
     mapping = dict(zip(adt.type_params, t.args))
-    # per constructor: indices of the recursive fields; (index, walker) of the others
-    # that hold a tensor (a field holding none is kept as it is)
+    # per constructor: indices of the recursive fields; (index, walker, is a tensor) of
+    # the others that hold a tensor (a field holding none is kept as it is)
     rec: dict[str, tuple[int, ...]] = {}
     conv: dict[str, tuple] = {}
     for c in adt.ctors:
         fts = [substitute(f, mapping) for f in c.fields]
         rec[c.name] = tuple(i for i, ft in enumerate(fts) if ft == t)
         conv[c.name] = tuple(
-            (i, w)
+            (i, w, isinstance(ft, TensorType))
             for i, ft in enumerate(fts)
             if ft != t and (w := _make_walker(m, ft, memo)) is not None
         )
@@ -147,10 +147,14 @@ def _make_walker(m: Module, t: Type, memo: dict):
         return order
 
     def collect(v, ids):
+        add = ids.append
         for node in reversed(spine(v)):
             fields = node.fields
-            for i, (c, _) in conv[node.ctor]:
-                c(fields[i], ids)
+            for i, (c, _), leaf in conv[node.ctor]:
+                if leaf:
+                    add(fields[i])
+                else:
+                    c(fields[i], ids)
 
     def build(v, nxt):
         order = spine(v)
@@ -161,8 +165,8 @@ def _make_walker(m: Module, t: Type, memo: dict):
                 plan, r = conv[ctor], rec1[ctor]
                 if plan or r is not None:
                     fields = list(fields)
-                    for i, (_, b) in plan:
-                        fields[i] = b(fields[i], nxt)
+                    for i, (_, b), leaf in plan:
+                        fields[i] = nxt() if leaf else b(fields[i], nxt)
                     if r is not None:
                         fields[r] = done
                 done = AdtValue(ctor, fields)
@@ -171,8 +175,8 @@ def _make_walker(m: Module, t: Type, memo: dict):
         for node in reversed(order):
             ctor = node.ctor
             fields = list(node.fields)
-            for i, (_, b) in conv[ctor]:
-                fields[i] = b(fields[i], nxt)
+            for i, (_, b), leaf in conv[ctor]:
+                fields[i] = nxt() if leaf else b(fields[i], nxt)
             for i in rec[ctor]:
                 fields[i] = made[id(fields[i])]
             made[id(node)] = AdtValue(ctor, fields)
