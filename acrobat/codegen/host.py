@@ -185,14 +185,16 @@ class _Gen:
         if any(isinstance(e, KernelCall) for e in walk(f.body)):
             self.emit(2, "nonlocal nv")
         self.is_fiber = f.name in self.fibers
-        if self.is_fiber and not any(_yields(e, self.fibers) for e in walk(f.body)):
-            self.emit(2, "if False:")
-            self.emit(3, "yield")
         self.current = f
         self.loops = any(
             isinstance(e, FnCall) and e.fn == f.name and len(f.params) == len(e.args)
             for e in _tails(f.body)
         )
+        # a fiber function is a generator even when nothing in it yields (its self tail
+        # calls, which would, are a loop)
+        if self.is_fiber and (self.loops or not any(_yields(e, self.fibers) for e in walk(f.body))):
+            self.emit(2, "if False:")
+            self.emit(3, "yield")
         if self.loops:
             self.emit(2, "while True:")
         self.tail(f.body, 3 if self.loops else 2)
