@@ -10,6 +10,7 @@ import acrobat
 from acrobat.models.data import degenerate_tree
 from acrobat.runtime.strategy import StrategyChooser
 from acrobat.trace import HostProgramGenerated, RunSummary, ScheduleFormed
+from tests.backends.helpers import every_op_instances, every_op_program
 from tests.runtime.helpers import (
     FIBER_MODELS,
     MODELS,
@@ -42,6 +43,23 @@ def test_direct_equals_the_interpreter(model):
     # the same kernel calls: one DFG node each
     assert res.stats.nodes == res.stats.launches == batched.stats.nodes
     assert res.stats.mean_batch == (1.0 if res.stats.nodes else 0.0)
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("off", ["taint_specialization", "fusion"])
+def test_direct_equals_the_interpreter_without(model, off):
+    """Weights passed as values (no taint specialization: ``dense``/``embed`` by value)
+    and one op per kernel (no fusion) run per instance too."""
+    xs, refs = batch(model, 3, 1)
+    res = acrobat.run(program(model, (off,)), xs, strategy="direct")
+    assert_outputs_equal(res.outputs, refs, f"{model} without {off}")
+
+
+def test_direct_every_op():
+    """The ops and operand layouts no model uses, in the per-instance kernels."""
+    prog = every_op_program()[0]
+    xs, refs = every_op_instances(4, 0)
+    assert_outputs_equal(acrobat.run(prog, xs, strategy="direct").outputs, refs, "every op")
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -91,7 +109,7 @@ def test_direct_trace_says_which_ran():
     assert "asked for" in summary["strategy_reason"]
     # the summary is the run's whole statistics, BLAS thread facts included
     assert summary == dict(res.stats) and summary["threads"]
-    assert "K0(1" in res.trace.of(HostProgramGenerated)[0].source
+    assert "= K0(" in res.trace.of(HostProgramGenerated)[0].source
     assert not res.trace.of(ScheduleFormed)
     off = acrobat.run(program("birnn"), xs, strategy="direct", trace_level="off")
     assert len(off.trace) == 0
