@@ -24,25 +24,125 @@ import numpy as np
 from acrobat.codegen.direct import generate_direct
 from acrobat.codegen.numpy_kernels import compile_numpy_kernel
 from acrobat.errors import AcrobatNameError, IndexOutOfRange, InstanceError
-from acrobat.ir.types import TupleType
+from acrobat.ir.nodes import Module
+from acrobat.ir.types import AdtType, TensorType, TupleType, Type, substitute
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
 from acrobat.runtime.fibers import HOST_FAILURES, host_failure
-from acrobat.runtime.values import has_tensor, map_tensors
+from acrobat.runtime.values import has_tensor
 from acrobat.trace import HostProgramGenerated, HostSpan, KernelCompiled, Trace
 
 DIRECT_BACKENDS = ("numpy", "null")  # backends whose kernels the direct strategy can call
 _PROGRAM_FILE = "<direct program>"
 
 
-def _one(x, t):
-    """An input tensor as the direct program holds it: an array of its own shape."""
-    return np.asarray(x)
+def _one(t: TensorType):
+    """An input tensor as the direct program holds it: the user's array (checked by
+    ``entry_args``; the program never writes into it), a plain ndarray."""
+    return lambda x: x if type(x) is np.ndarray else np.asarray(x)
 
 
-def _result(x, t):
-    """A result tensor for the user: its own array (never a view of a weight or of an
-    input), of the declared dtype (as the batched path's arenas give it)."""
-    return np.array(x, dtype=t.dtype)
+def _result(t: TensorType):
+    """A result tensor for the user: its own array (never a view of a weight, of an
+    input or of another result), of the declared dtype (as the batched path's arenas
+    give it)."""
+    dtype = np.dtype(t.dtype)
+    return lambda x: np.array(x, dtype)
+
+
+def converter(m: Module, ty: Type, leaf, memo: dict | None = None):
+    """``conv(value)``: a value of type ``ty`` with every tensor ``x`` of type ``t``
+    replaced by ``leaf(t)(x)``, or None when values of ``ty`` hold no tensor (they pass as
+    they are). What :func:`acrobat.runtime.values.map_tensors` does, planned once per
+    type instead of per value: per constructor, which fields are the recursive spine
+    (walked with an explicit stack, so any depth works) and which hold tensors. A node
+    none of whose fields changed is kept (parts without tensors are shared)."""
+    memo = {} if memo is None else memo
+    if not has_tensor(m, ty):
+        return None
+    if isinstance(ty, TensorType):
+        return leaf(ty)
+    if ty in memo:  # a type inside its own fields' types (mutual recursion): late-bound
+        return memo[ty]
+    if isinstance(ty, TupleType):
+        subs = [converter(m, f, leaf, memo) for f in ty.fields]
+
+        def conv_tuple(v):
+            return tuple(x if c is None else c(x) for x, c in zip(v, subs))
+
+        return conv_tuple
+    assert isinstance(ty, AdtType), ty
+    plans: dict[str, tuple[tuple[int, ...], tuple]] = {}
+    memo[ty] = lambda v: conv_adt(v)
+    adt = m.adt_map[ty.name]
+    mapping = dict(zip(adt.type_params, ty.args))
+    for c in adt.ctors:
+        fts = [substitute(f, mapping) for f in c.fields]
+        rec = tuple(i for i, ft in enumerate(fts) if ft == ty)
+        subs = [(i, converter(m, ft, leaf, memo)) for i, ft in enumerate(fts) if ft != ty]
+        plans[c.name] = (rec, tuple((i, s) for i, s in subs if s is not None))
+
+    def conv_adt(v):
+        order, stack = [], [v]
+        push, pop, visit = stack.append, stack.pop, order.append
+        while stack:
+            node = pop()
+            visit(node)
+            for i in plans[node.ctor][0]:
+                push(node.fields[i])
+        done = {}
+        for node in reversed(order):
+            rec, subs = plans[node.ctor]
+            if not (rec or subs):
+                done[id(node)] = node
+                continue
+            fields, changed = list(node.fields), False
+            for i in rec:
+                x = fields[i]
+                y = done[id(x)]
+                if y is not x:
+                    fields[i], changed = y, True
+            for i, sub in subs:
+                x = fields[i]
+                y = sub(x)
+                if y is not x:
+                    fields[i], changed = y, True
+            done[id(node)] = AdtValue(node.ctor, fields) if changed else node
+        return done[id(v)]
+
+    if any(len(rec) > 1 for rec, _ in plans.values()):
+        memo[ty] = conv_adt
+        return conv_adt
+    # at most one recursive field per constructor (a list): a chain, no stack, no dict
+    steps = {name: (rec[0] if rec else -1, subs) for name, (rec, subs) in plans.items()}
+
+    def conv_chain(v):
+        chain, node = [], v
+        while True:
+            chain.append(node)
+            i = steps[node.ctor][0]
+            if i < 0:
+                break
+            node = node.fields[i]
+        new = None
+        for node in reversed(chain):
+            i, subs = steps[node.ctor]
+            if i < 0 and not subs:
+                new = node
+                continue
+            fields = list(node.fields)
+            changed = i >= 0 and new is not fields[i]
+            if changed:
+                fields[i] = new
+            for j, sub in subs:
+                x = fields[j]
+                y = sub(x)
+                if y is not x:
+                    fields[j], changed = y, True
+            new = AdtValue(node.ctor, fields) if changed else node
+        return new
+
+    memo[ty] = conv_chain
+    return conv_chain
 
 
 def _null_kernel(kernel):
@@ -84,8 +184,8 @@ class DirectRunner:
         exec(compile(prog.source, _PROGRAM_FILE, "exec"), ns)  # generated by us
         self.make = ns["make"]
         self.weights = {w: runtime.params[w] for w in prog.weight_values}
-        self.tensor_params = [has_tensor(m, p.ty) for p in m.main.params]
-        self.tensor_output = has_tensor(m, m.main.ret)
+        self.inputs = [converter(m, p.ty, _one) for p in m.main.params]
+        self.output = converter(m, m.main.ret, _result)
 
     def run(self, instances: list, stats, trace_level: str) -> tuple[list, Trace]:
         """Every instance's result; fills ``stats`` (a ``RunStats``). The caller completes
@@ -105,11 +205,9 @@ class DirectRunner:
         old_limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(old_limit, 200_000))
         try:
+            convs = self.inputs
             for i, args in enumerate(checked):
-                conv = [
-                    map_tensors(m, a, p.ty, _one) if tensors else a
-                    for p, a, tensors in zip(m.main.params, args, self.tensor_params)
-                ]
+                conv = [a if c is None else c(a) for a, c in zip(args, convs)]
                 try:
                     raw.append(entry(*conv))
                 except IndexOutOfRange as err:
@@ -126,11 +224,8 @@ class DirectRunner:
         finally:
             sys.setrecursionlimit(old_limit)
         t2 = time.perf_counter()
-        if self.tensor_output:
-            ret = m.main.ret
-            outputs = [map_tensors(m, r, ret, _result) for r in raw]
-        else:
-            outputs = raw
+        output = self.output
+        outputs = raw if output is None else [output(r) for r in raw]
         n = calls()
         stats.exe_ms = (t2 - t1) * 1e3
         stats.total_ms = (time.perf_counter() - t0) * 1e3

@@ -7,10 +7,13 @@ import numpy as np
 import pytest
 
 import acrobat
+from acrobat.codegen.numpy_kernels import compile_numpy_kernel
+from acrobat.ir.types import FLOAT, TensorType
 from acrobat.models.data import degenerate_tree
+from acrobat.runtime.direct import _one, _result, converter
 from acrobat.runtime.strategy import StrategyChooser
 from acrobat.trace import HostProgramGenerated, RunSummary, ScheduleFormed
-from tests.backends.helpers import every_op_instances, every_op_program
+from tests.backends.helpers import every_op_instances, every_op_program, kernel_args
 from tests.runtime.helpers import (
     FIBER_MODELS,
     MODELS,
@@ -60,6 +63,77 @@ def test_direct_every_op():
     prog = every_op_program()[0]
     xs, refs = every_op_instances(4, 0)
     assert_outputs_equal(acrobat.run(prog, xs, strategy="direct").outputs, refs, "every op")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_per_instance_kernels_equal_the_batched_kernels(model):
+    """Every kernel's per-instance flavour gives instance ``i``'s row of the batched
+    kernel's results: same shapes, dtypes and values (host ints and float bits as the
+    batched records carry them, plain ints and floats per instance)."""
+    prog = program(model)
+    B = 4
+    for n, kernel in enumerate(prog.kernels.values()):
+        batched = compile_numpy_kernel(kernel.function, prog.params, False).fn
+        one = compile_numpy_kernel(kernel.function, prog.params, per_instance=True).fn
+        args = kernel_args(kernel, B, n).gathered
+        outs = batched(B, *args)
+        for i in range(B):
+            mine = []
+            for (_, ty, _), a in zip(kernel.params, args):
+                if isinstance(ty, TensorType):
+                    mine.append(a[i])
+                else:
+                    mine.append(float(a.view(np.float64)[i]) if ty == FLOAT else int(a[i]))
+            got = one(*mine)
+            got = got if isinstance(got, tuple) else (got,)
+            assert len(got) == len(outs)
+            for g, o in zip(got, outs):
+                g = np.asarray(g)
+                assert g.shape == o[i].shape and g.dtype == o[i].dtype, kernel.name
+                np.testing.assert_allclose(g, o[i], rtol=1e-5, atol=1e-6, err_msg=kernel.name)
+
+
+def test_converter_plans_once_and_shares_what_holds_no_tensor():
+    """The direct strategy's value walk: lists of any length without recursion, trees,
+    tuples; results copied (never the program's arrays), tensor-free parts shared."""
+    m = acrobat.parse(CONVERT_SRC)
+    xs = [np.full(2, i, np.float32) for i in range(5000)]
+    long = acrobat.AdtValue("PNil", ())
+    for i in reversed(range(5000)):
+        long = acrobat.AdtValue("PCons", ((xs[i], i), long))
+    out, got = converter(m, m.main.params[0].ty, _result)(long), []
+    while out.ctor == "PCons":
+        got.append(out.fields[0])
+        out = out.fields[1]
+    assert len(got) == 5000 and all(g[1] == i for i, g in enumerate(got))
+    assert all(g[0] is not x and np.array_equal(g[0], x) for g, x in zip(got, xs))
+    assert converter(m, m.main.params[1].ty, _result) is None  # no tensor inside
+    leaf = acrobat.AdtValue("Leaf", (7,))
+    tree = acrobat.AdtValue("Node", (acrobat.AdtValue("Tip", (xs[1],)), leaf))
+    tcopy = converter(m, m.main.params[2].ty, _result)(tree)
+    assert tcopy.fields[1] is leaf  # holds no tensor: shared
+    assert tcopy.fields[0].fields[0] is not xs[1]
+    same = converter(m, m.main.params[2].ty, _one)(tree)
+    assert same is tree  # inputs that are plain arrays pass as they are
+
+
+CONVERT_SRC = """
+class Pairs(ADT):
+    PNil: ()
+    PCons: (tuple[Tensor[2], int], Pairs)
+
+class Ints(ADT):
+    INil: ()
+    ICons: (int, Ints)
+
+class T(ADT):
+    Tip: Tensor[2]
+    Leaf: int
+    Node: (T, T)
+
+def main(p: Pairs, i: Ints, t: T) -> Tensor[2]:
+    return zeros(shape=2)
+"""
 
 
 @pytest.mark.parametrize("model", MODELS)
