@@ -11,7 +11,7 @@ from acrobat.codegen.numpy_kernels import compile_numpy_kernel
 from acrobat.ir.types import FLOAT, TensorType
 from acrobat.models.data import degenerate_tree
 from acrobat.runtime.direct import _one, _result, converter
-from acrobat.runtime.strategy import StrategyChooser
+from acrobat.runtime.strategy import StrategyChooser, remeasure_at
 from acrobat.trace import HostProgramGenerated, RunSummary, ScheduleFormed
 from tests.backends.helpers import every_op_instances, every_op_program, kernel_args
 from tests.runtime.helpers import (
@@ -294,17 +294,15 @@ def test_auto_measures_both_then_runs_the_faster():
     prog = fresh("birnn")
     xs, refs = batch("birnn", 8, 0)
     seen = []
-    for _ in range(6):
+    for _ in range(8):
         res = acrobat.run(prog, xs, trace_level="off")
         assert_outputs_equal(res.outputs, refs)
         seen.append((res.stats.strategy, res.stats.strategy_reason))
-    assert [s for s, _ in seen[:3]] == ["batched", "batched", "direct"]
+    assert [s for s, _ in seen[:5]] == ["batched", "batched", "direct", "batched", "direct"]
     assert "warm-up" in seen[0][1]
-    assert "measuring batched at batch sizes 8-15" in seen[1][1]
-    assert "measuring direct" in seen[2][1]
-    chosen = {s for s, _ in seen[3:]}
-    assert len(chosen) == 1  # settled: the best run of each decides
-    assert all("per kernel call vs" in why for _, why in seen[3:])
+    assert "measuring batched at batch sizes 8-15 (run 1 of 2" in seen[1][1]
+    assert "measuring direct at batch sizes 8-15 (run 2 of 2" in seen[4][1]
+    assert all("per kernel call vs" in why for _, why in seen[5:])
     # another batch-size range is measured on its own
     res = acrobat.run(prog, xs[:2], trace_level="off")
     assert res.stats.strategy == "batched"
@@ -344,32 +342,87 @@ def test_forcing_either_strategy():
         assert_outputs_equal(res.outputs, refs)
 
 
-def test_chooser_rule():
-    """The rule on made-up times: warm-up, batched, direct, then the lower per call."""
-    c = StrategyChooser()
-    args = ("acrobat", "numpy", "off", None)
+class FakeRuns:
+    """A chooser driven by made-up costs (ms per run of 100 kernel calls): no clock."""
 
-    def step(ms, nodes=100):
-        how, why, group = c.choose("auto", *args, 8)
-        c.observe(group, how, ms[how], nodes)
+    ARGS = ("acrobat", "numpy", "off", None)
+
+    def __init__(self):
+        self.c = StrategyChooser()
+
+    def step(self, ms: dict, n: int = 8, strategy: str = "auto"):
+        how, why, group = self.c.choose(strategy, *self.ARGS, n)
+        self.c.observe(group, how, ms[how], 100)
         return how, why
 
+    def steps(self, ms: dict, k: int) -> list[str]:
+        return [self.step(ms)[0] for _ in range(k)]
+
+
+def test_chooser_measures_each_twice_then_runs_the_cheaper():
+    f = FakeRuns()
     times = {"batched": 2.0, "direct": 1.0}
-    assert step(times)[0] == "batched"  # warm-up
-    assert step(times)[0] == "batched"
-    assert step(times)[0] == "direct"
-    how, why = step(times)
+    assert f.step(times)[0] == "batched"  # warm-up
+    assert f.steps(times, 4) == ["batched", "direct", "batched", "direct"]
+    how, why = f.step(times)
     assert how == "direct"
     assert why == (
         "auto: direct took 10.0 us per kernel call vs 20.0 for batched at batch sizes 8-15 "
-        "(best measured run of each)"
+        "(best of the last 3 measured runs of each)"
     )
-    # a faster batched run (forced) changes the choice
-    how, _, group = c.choose("batched", *args, 9)
-    c.observe(group, how, 0.5, 100)
-    assert c.choose("auto", *args, 12)[0] == "batched"
     # other ranges are measured apart; traced runs stay batched
-    assert "measuring batched" in c.choose("auto", *args, 16)[1]
-    traced = c.choose("auto", "acrobat", "numpy", "batches", None, 8)
+    assert "measuring batched" in f.c.choose("auto", *FakeRuns.ARGS, 16)[1]
+    traced = f.c.choose("auto", "acrobat", "numpy", "batches", None, 8)
     assert traced[0] == "batched" and "untraced" in traced[1]
-    assert c.choose("auto", "acrobat", "numpy", "off", None, 1)[1].endswith("batch size 1")
+    assert "at batch size 1 (" in f.c.choose("auto", *FakeRuns.ARGS, 1)[1]
+
+
+def test_one_slow_run_does_not_decide():
+    """A cold first direct run (5x slower) is outweighed by its second run."""
+    f = FakeRuns()
+    f.step({"batched": 2.0, "direct": 1.0})
+    f.step({"batched": 2.0, "direct": 1.0})  # batched
+    f.step({"batched": 2.0, "direct": 10.0})  # direct, cold
+    assert f.steps({"batched": 2.0, "direct": 1.0}, 2) == ["batched", "direct"]
+    assert f.step({"batched": 2.0, "direct": 1.0})[0] == "direct"
+
+
+def test_the_loser_is_re_measured_at_powers_of_two():
+    f = FakeRuns()
+    times = {"batched": 2.0, "direct": 1.0}
+    f.steps(times, 5)  # warm-up and two runs of each
+    ran = f.steps(times, 64)
+    losers = [i + 1 for i, how in enumerate(ran) if how == "batched"]
+    assert losers == [4, 8, 16, 32, 64]  # the n-th run since the choice
+    assert [n for n in range(1, 2000) if remeasure_at(n)][-4:] == [1024, 1280, 1536, 1792]
+    f.c.choose("auto", *FakeRuns.ARGS, 8)  # choose alone changes nothing
+    how, why = f.c.choose("auto", *FakeRuns.ARGS, 8)[:2]
+    assert how == "direct"
+
+
+def test_a_changed_load_flips_the_choice_both_ways():
+    f = FakeRuns()
+    f.steps({"batched": 2.0, "direct": 1.0}, 5)
+    assert f.steps({"batched": 2.0, "direct": 1.0}, 2) == ["direct", "direct"]
+    # the winner slows down for good: its fast runs leave the window of 3, the other runs
+    # (the 4th run since the choice re-measures batched on the way)
+    slow = {"batched": 2.0, "direct": 3.0}
+    assert f.steps(slow, 5) == ["direct", "batched", "direct", "direct", "batched"]
+    assert f.steps(slow, 2) == ["batched", "batched"]
+    # the loser speeds up: seen when it is re-measured (the 4th run since the choice)
+    fast = {"batched": 2.0, "direct": 0.5}
+    how, why = f.step(fast)
+    assert how == "direct" and why.startswith("auto: re-measuring direct (run 4 since the choice")
+    assert f.steps(fast, 2) == ["direct", "direct"]
+    assert f.step(fast)[1].startswith("auto: direct took 5.0 us per kernel call vs 20.0")
+
+
+def test_forced_runs_count_in_their_group():
+    f = FakeRuns()
+    times = {"batched": 2.0, "direct": 1.0}
+    f.steps(times, 5)
+    assert f.step(times)[0] == "direct"
+    for _ in range(3):  # forced batched runs, now faster than direct
+        f.step({"batched": 0.5, "direct": 1.0}, strategy="batched")
+    how, why = f.step(times)
+    assert how == "batched" and why.startswith("auto: batched took 5.0 us")
