@@ -95,26 +95,53 @@ def test_per_instance_kernels_equal_the_batched_kernels(model):
 
 def test_converter_plans_once_and_shares_what_holds_no_tensor():
     """The direct strategy's value walk: lists of any length without recursion, trees,
-    tuples; results copied (never the program's arrays), tensor-free parts shared."""
+    tuples; results copied when kept (inputs, weights), tensor-free parts shared."""
     m = acrobat.parse(CONVERT_SRC)
     xs = [np.full(2, i, np.float32) for i in range(5000)]
     long = acrobat.AdtValue("PNil", ())
     for i in reversed(range(5000)):
         long = acrobat.AdtValue("PCons", ((xs[i], i), long))
-    out, got = converter(m, m.main.params[0].ty, _result)(long), []
+    kept = {id(x) for x in xs[:2500]}  # e.g. inputs: copied; the others are handed over
+    out, got = converter(m, m.main.params[0].ty, _result(kept))(long), []
     while out.ctor == "PCons":
         got.append(out.fields[0])
         out = out.fields[1]
     assert len(got) == 5000 and all(g[1] == i for i, g in enumerate(got))
-    assert all(g[0] is not x and np.array_equal(g[0], x) for g, x in zip(got, xs))
-    assert converter(m, m.main.params[1].ty, _result) is None  # no tensor inside
+    assert all(g[0] is not x and np.array_equal(g[0], x) for g, x in zip(got, xs[:2500]))
+    assert all(g[0] is x for g, x in zip(got[2500:], xs[2500:]))
+    assert converter(m, m.main.params[1].ty, _result(set())) is None  # no tensor inside
     leaf = acrobat.AdtValue("Leaf", (7,))
     tree = acrobat.AdtValue("Node", (acrobat.AdtValue("Tip", (xs[1],)), leaf))
-    tcopy = converter(m, m.main.params[2].ty, _result)(tree)
+    tcopy = converter(m, m.main.params[2].ty, _result({id(xs[1])}))(tree)
     assert tcopy.fields[1] is leaf  # holds no tensor: shared
     assert tcopy.fields[0].fields[0] is not xs[1]
-    same = converter(m, m.main.params[2].ty, _one)(tree)
+    same = converter(m, m.main.params[2].ty, _one(set()))(tree)
     assert same is tree  # inputs that are plain arrays pass as they are
+
+
+ALIAS_SRC = """
+H = Size("H", 3)
+W: Param[H]
+
+def main(x: Tensor[H]) -> tuple[Tensor[H], Tensor[H], Tensor[H], Tensor[H], Tensor[H]]:
+    y = tanh(x)
+    return x, W, y, y, W * x
+"""
+
+
+def test_direct_results_never_alias_inputs_weights_or_each_other():
+    """A kernel's fresh array is handed over as it is, once; an input or a weight passed
+    through, or one array in two places of a result, is copied."""
+    m = acrobat.parse(ALIAS_SRC)
+    p = acrobat.init_params(m, 0)
+    xs = [np.arange(3, dtype=np.float32) + i for i in range(3)]
+    for strategy in ("direct", "batched"):
+        outs = acrobat.run(acrobat.compile(m, p), xs, strategy=strategy).outputs
+        for x, out in zip(xs, outs):
+            arrays = list(out) + [x, p["W"]]
+            for i, a in enumerate(arrays):
+                assert all(not np.shares_memory(a, b) for b in arrays[i + 1 :]), strategy
+            assert_outputs_equal([out], [acrobat.evaluate(m, x, p)])
 
 
 CONVERT_SRC = """
