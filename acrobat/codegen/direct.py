@@ -6,7 +6,8 @@ kernel's per-instance flavour at once for that instance (tensors in hand as arra
 their own shapes, no batch axis), with no records, no DFG, no schedule and no arenas. A tensor read
 (``item``/``argmax``) reads the array it holds, so no function needs to be a generator:
 fiber functions become plain functions. Depths, ghost ops and phases only order the
-batched schedule and are dropped. ``parallel``/``map`` calls run one after the other.
+batched schedule and are dropped. ``parallel``/``map`` calls run one after the other. A
+function's calls of itself in tail position are a loop (no frame per step, no depth limit).
 
 The generated ``make(K0, K1, ..., np, AdtValue, to_list, from_list, WEIGHTS)`` takes the
 kernels as ``fn(*args) -> result`` for one instance (a tuple only for a kernel returning
@@ -28,9 +29,13 @@ from dataclasses import dataclass
 from acrobat.codegen.host import _Gen, fn, v
 from acrobat.ir.nodes import (
     Expr,
+    FnCall,
     Function,
+    If,
     KernelCall,
+    Let,
     Map,
+    Match,
     Module,
     OpCall,
     Parallel,
@@ -65,10 +70,24 @@ class _DirectGen(_Gen):
         if any(isinstance(e, KernelCall) for e in walk(f.body)):
             self.emit(2, "nonlocal nk")
         self.is_fiber = False
-        self.tail(f.body, 2)
+        self.looping = f if _calls_itself_in_tail(f) else None
+        if self.looping is None:
+            self.tail(f.body, 2)
+            return
+        self.emit(2, "while True:  # its calls of itself in tail position")
+        self.tail(f.body, 3)
 
     def tail_value(self, e: Expr, ind: int) -> None:
-        """Return the value of a tail expression (no depth in the direct program)."""
+        """Return the value of a tail expression (no depth in the direct program); a call
+        of the function itself starts its loop again with the call's arguments."""
+        f = self.looping
+        if isinstance(e, FnCall) and f is not None and e.fn == f.name:
+            params = "".join(v(p.name) + ", " for p in f.params)
+            args = "".join(self.atom(a) + ", " for a in e.args)
+            if params:
+                self.emit(ind, f"{params}= {args}")
+            self.emit(ind, "continue")
+            return
         r = self.fresh()
         self.bind(r, e, ind)
         self.emit(ind, f"return {r}")
@@ -119,6 +138,22 @@ class _DirectGen(_Gen):
         extra = "".join(", " + self.atom(a) for a in e.extra)
         xs = self.atom(e.xs)
         self.emit(ind, f"{target} = from_list([{fn(e.fn)}(x{extra}) for x in to_list({xs})])")
+
+
+def _calls_itself_in_tail(f: Function) -> bool:
+    """Whether ``f`` calls itself in tail position (through blocks, branches, matches)."""
+    stack = [f.body]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Let):
+            stack.append(e.body)
+        elif isinstance(e, If):
+            stack.extend((e.then, e.orelse))
+        elif isinstance(e, Match):
+            stack.extend(c.body for c in e.clauses)
+        elif isinstance(e, FnCall) and e.fn == f.name:
+            return True
+    return False
 
 
 def generate_direct(m: Module) -> DirectProgram:
