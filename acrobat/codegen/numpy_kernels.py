@@ -449,8 +449,8 @@ def _fill_one(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str):
 @_per_instance("dense", helpers={"_dense_by_value": dense_by_value})
 def _dense_one(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str):
     """``x @ W.T (+ b)`` for one instance: ``np.dot`` (a GEMV for a vector; less call
-    overhead than ``np.matmul``) when ``x`` has at most two axes; the bias added in place
-    into the fresh product when it broadcasts into it."""
+    overhead than ``np.matmul``) when ``x`` has at most two axes; the bias (``[out]``, the
+    product's last axis) added in place into the fresh product."""
     (x, _, xr), (w, _, _) = ops[:2]
     wt = (
         gen.weight(e.args[1].name, transposed=True) if isinstance(e.args[1], ParamRef) else f"{w}.T"
@@ -458,11 +458,8 @@ def _dense_one(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str):
     code = f"np.dot({x}, {wt})" if xr <= 2 else f"np.matmul({x}, {wt})"
     if len(ops) == 2:
         return code, False
-    bias, _, br = ops[2]
-    if br > len(e.ty.shape):
-        return f"np.add({code}, {bias})", False
     gen.emit(f"{target} = {code}")
-    gen.emit(f"{target} += {bias}")
+    gen.emit(f"{target} += {ops[2][0]}")
     return target, False
 
 
