@@ -446,6 +446,13 @@ def _fill_one(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str):
     return f"np.{e.op}({tuple(e.ty.shape)!r}, dtype=np.float32)", False
 
 
+@_per_instance("matmul")
+def _matmul_one(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str):
+    """``matmul`` of 1-d / 2-d tensors (its type rule allows no others) is ``np.dot``, the
+    same product with less call overhead (a third of a microsecond per call)."""
+    return f"np.dot({ops[0][0]}, {ops[1][0]})", False
+
+
 @_per_instance("dense", helpers={"_dense_by_value": dense_by_value})
 def _dense_one(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str):
     """``x @ W.T (+ b)`` for one instance: ``np.dot`` (a GEMV for a vector; less call
