@@ -131,7 +131,7 @@ def summary(rows: list[dict]) -> str:
         best = cols.get("dynet-best")
         dyn = f"{_cell(best)} {best['policy']}" if best else "–"
         lines.append(
-            f"| {m} | {size} | {b} | {_cell(a)} | {a.get('strategy', '')} | "
+            f"| {m} | {size} | {b} | {_cell(a)} | {a.get('strategy_runs', a.get('strategy', ''))} | "
             f"{a.get('launches', '')} ({a.get('lower_bound', '')}) | "
             f"{100 * a.get('host_share', 0):.0f}% | {_cell(cols.get('dynet-depth'))} | "
             f"{_cell(cols.get('eager'))} | {_cell(cols.get('eager-numpy'))} | "
