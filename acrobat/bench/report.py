@@ -85,6 +85,99 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cell(r: dict | None) -> str:
+    """``median (q1-q3)`` of a row's total time, or its status."""
+    if r is None:
+        return "–"
+    t = r.get("total_ms")
+    if not t:
+        return str(r.get("status", "–"))
+    q1, q3 = r.get("total_q1_ms"), r.get("total_q3_ms")
+    return f"{_fmt(t)} ({_fmt(q1)}–{_fmt(q3)})" if q1 is not None and q3 is not None else _fmt(t)
+
+
+def _by_config(rows: list[dict]) -> dict[tuple, dict[str, dict]]:
+    """(model, size, batch) -> column name -> row (acrobat rows by policy; the others by
+    system; DyNet's fastest strategy also as ``dynet-best``)."""
+    out: dict[tuple, dict[str, dict]] = defaultdict(dict)
+    for r in rows:
+        if r.get("system") in (None, "sgemm") or r.get("disabled"):
+            continue
+        cols = out[(r.get("model"), r.get("size"), r.get("batch"))]
+        name = r["policy"] if r["system"] == "acrobat" else r["system"]
+        cols[name] = r
+        if r["system"].startswith("dynet-") and r.get("total_ms"):
+            best = cols.get("dynet-best")
+            if best is None or r["total_ms"] < best["total_ms"]:
+                cols["dynet-best"] = r
+    return out
+
+
+def summary(rows: list[dict]) -> str:
+    """The README table: per (model, size, batch) the medians with their interquartile
+    ranges of acrobat (and which strategy ``auto`` ran), the other policies, the
+    per-instance and hand-batched NumPy baselines and the peers; then the issue-14
+    targets checked on these rows (:func:`targets`)."""
+    head = (
+        "| model | size | batch | acrobat ms (IQR) | strategy | launches (LB) | host share "
+        "| dynet-depth policy | eager policy | per-instance NumPy | hand-batched NumPy "
+        "| PyTorch eager | DyNet 2.1.2 best |"
+    )
+    lines = [head, "|" + "---|" * 13]
+    for (m, size, b), cols in _by_config(rows).items():
+        a = cols.get("acrobat")
+        if a is None:
+            continue
+        best = cols.get("dynet-best")
+        dyn = f"{_cell(best)} {best['policy']}" if best else "–"
+        lines.append(
+            f"| {m} | {size} | {b} | {_cell(a)} | {a.get('strategy_runs', a.get('strategy', ''))} | "
+            f"{a.get('launches', '')} ({a.get('lower_bound', '')}) | "
+            f"{100 * a.get('host_share', 0):.0f}% | {_cell(cols.get('dynet-depth'))} | "
+            f"{_cell(cols.get('eager'))} | {_cell(cols.get('eager-numpy'))} | "
+            f"{_cell(cols.get('hand-batched'))} | {_cell(cols.get('torch-eager'))} | {dyn} |"
+        )
+    return "\n".join(lines) + "\n\n" + targets(rows)
+
+
+def targets(rows: list[dict]) -> str:
+    """Issue 14's done-when checks on one grid run, one line per check that applies:
+    acrobat <= 1.05x min(eager policy, per-instance NumPy); BiRNN: DyNet best / acrobat
+    >= 1.0; TreeLSTM: >= 2.0 and, at batch 64, acrobat <= hand-batched."""
+    out = []
+    for (m, size, b), cols in _by_config(rows).items():
+        a = cols.get("acrobat")
+        if a is None or not a.get("total_ms"):
+            continue
+        t = a["total_ms"]
+        where = f"{m} {size} b{b}"
+        base = [
+            cols[c]["total_ms"] for c in ("eager", "eager-numpy") if cols.get(c, {}).get("total_ms")
+        ]
+        if base:
+            r = t / min(base)
+            out.append(
+                f"- {where}: acrobat / min(eager policy, per-instance) = {r:.2f} "
+                f"({'met' if r <= 1.05 else 'MISSED'}, target <= 1.05)"
+            )
+        best = cols.get("dynet-best")
+        if best is not None and m in ("birnn", "treelstm"):
+            need = 1.0 if m == "birnn" else 2.0
+            r = best["total_ms"] / t
+            out.append(
+                f"- {where}: DyNet best ({best['policy']}) / acrobat = {r:.2f} "
+                f"({'met' if r >= need else 'MISSED'}, target >= {need})"
+            )
+        hand = cols.get("hand-batched")
+        if m == "treelstm" and b == 64 and hand and hand.get("total_ms"):
+            r = t / hand["total_ms"]
+            out.append(
+                f"- {where}: acrobat / hand-batched = {r:.2f} "
+                f"({'met' if r <= 1.0 else 'MISSED'}, target <= 1.0)"
+            )
+    return "\n".join(out) + "\n"
+
+
 def html(rows: list[dict]) -> str:
     """Bokeh plots: time per system, host-overhead breakdown, launches vs lower bound."""
     # Imported here: Bokeh belongs to the optional `viz` extra, the rest of the report does not.
@@ -176,11 +269,13 @@ def write_report(inputs: list[Path], out: Path) -> list[Path]:
             w.writerow(r)
     md_path = out.with_suffix(".md")
     md_path.write_text(markdown(rows))
+    summary_path = out.with_name(out.name + "-summary.md")
+    summary_path.write_text(summary(rows))
     try:
         page = html(rows)
     except MissingExtraError as e:
         print(f"no HTML report: {e}", file=sys.stderr)
-        return [csv_path, md_path]
+        return [csv_path, md_path, summary_path]
     html_path = out.with_suffix(".html")
     html_path.write_text(page)
-    return [csv_path, md_path, html_path]
+    return [csv_path, md_path, summary_path, html_path]

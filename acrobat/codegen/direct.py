@@ -2,22 +2,24 @@
 
 Generated from the same IR as the recording host program (:mod:`acrobat.codegen.host`),
 for the runtime's *direct* strategy: one instance at a time, every kernel call runs the
-compiled kernel at once for that instance (``B = 1``, tensors as ``[1, *shape]`` arrays in
-hand), with no records, no DFG, no schedule and no arenas. A tensor read
+kernel's per-instance flavour at once for that instance (tensors in hand as arrays of
+their own shapes, no batch axis), with no records, no DFG, no schedule and no arenas. A tensor read
 (``item``/``argmax``) reads the array it holds, so no function needs to be a generator:
 fiber functions become plain functions. Depths, ghost ops and phases only order the
-batched schedule and are dropped. ``parallel``/``map`` calls run one after the other.
+batched schedule and are dropped. ``parallel``/``map`` calls run one after the other. A
+function's calls of itself in tail position are a loop (no frame per step, no depth limit).
 
 The generated ``make(K0, K1, ..., np, AdtValue, to_list, from_list, WEIGHTS)`` takes the
-kernels as ``fn(B, *args) -> tuple of [B, ...] arrays`` whose results are their own
-(:func:`acrobat.codegen.numpy_kernels.compile_numpy_kernel` with ``reuse_workspace=False``)
+kernels as ``fn(*args) -> result`` for one instance (a tuple only for a kernel returning
+one; :func:`acrobat.codegen.numpy_kernels.compile_numpy_kernel` with ``per_instance=True``)
 and returns ``(entry, calls)``: ``calls()`` is the number of kernel calls made so far (the
 DFG nodes the batched path would have recorded).
 
-Kernel arguments that are host values become one-element arrays as the batched path's
-records do: an int as int64 (each on a line of its own, listed in ``int_lines``, so that a
-value that does not fit is told apart from a host-arithmetic failure), a float as the bits
-of its float64.
+Kernel arguments that are host values pass as they are (the kernel converts a float as
+``scalar`` does), except that an int must fit in 64 bits as the batched path's int64
+records require: each is checked on a line of its own, listed in ``int_lines``, where one
+that does not fit raises NumPy's ``OverflowError`` (told apart from a host-arithmetic
+failure by its line).
 """
 
 from __future__ import annotations
@@ -27,16 +29,22 @@ from dataclasses import dataclass
 from acrobat.codegen.host import _Gen, fn, v
 from acrobat.ir.nodes import (
     Expr,
+    FnCall,
     Function,
+    If,
     KernelCall,
+    Let,
     Map,
+    Match,
     Module,
     OpCall,
     Parallel,
     Phase,
 )
 from acrobat.ir.traversal import walk
-from acrobat.ir.types import FLOAT, TensorType, TupleType
+from acrobat.ir.types import FLOAT, TensorType
+
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 @dataclass(frozen=True)
@@ -62,10 +70,24 @@ class _DirectGen(_Gen):
         if any(isinstance(e, KernelCall) for e in walk(f.body)):
             self.emit(2, "nonlocal nk")
         self.is_fiber = False
-        self.tail(f.body, 2)
+        self.looping = f if _calls_itself_in_tail(f) else None
+        if self.looping is None:
+            self.tail(f.body, 2)
+            return
+        self.emit(2, "while True:  # its calls of itself in tail position")
+        self.tail(f.body, 3)
 
     def tail_value(self, e: Expr, ind: int) -> None:
-        """Return the value of a tail expression (no depth in the direct program)."""
+        """Return the value of a tail expression (no depth in the direct program); a call
+        of the function itself starts its loop again with the call's arguments."""
+        f = self.looping
+        if isinstance(e, FnCall) and f is not None and e.fn == f.name:
+            params = "".join(v(p.name) + ", " for p in f.params)
+            args = "".join(self.atom(a) + ", " for a in e.args)
+            if params:
+                self.emit(ind, f"{params}= {args}")
+            self.emit(ind, "continue")
+            return
         r = self.fresh()
         self.bind(r, e, ind)
         self.emit(ind, f"return {r}")
@@ -84,25 +106,21 @@ class _DirectGen(_Gen):
         args = []
         for a, p in zip(e.args, self.m.function_map[e.kernel].params):
             x = self.atom(a)
-            if isinstance(p.ty, TensorType):
+            if isinstance(p.ty, TensorType) or p.ty == FLOAT:
                 args.append(x)
-            elif p.ty == FLOAT:  # as the batched records carry it: the float64's bits
-                args.append(f"np.array(({x},), np.float64).view(np.int64)")
-            else:
+            else:  # an int: one that does not fit in 64 bits fails as the records' int64
                 t = self.fresh()
-                self.emit(ind, f"{t} = np.array(({x},), np.int64)")
+                self.emit(ind, f"{t} = {x} if {_I64_MIN} <= {x} <= {_I64_MAX} else np.int64({x})")
                 self.int_lines.add(len(self.lines))  # 1-based number of the line above
                 args.append(t)
         self.emit(ind, "nk += 1")
-        call = f"K{k}(1{''.join(', ' + a for a in args)})"
-        single = not isinstance(e.ty, TupleType)
-        self.emit(ind, f"{target} = {call}[0]" if single else f"{target} = {call}")
+        self.emit(ind, f"{target} = K{k}({', '.join(args)})")
 
     def op(self, target: str, e: OpCall, ind: int) -> None:
         if e.op == "ghost":  # depth padding of the batched schedule only
             self.emit(ind, f"{target} = ()")
         elif e.op == "item":
-            self.emit(ind, f"{target} = float({self.atom(e.args[0])}.reshape(()))")
+            self.emit(ind, f"{target} = float({self.atom(e.args[0])}.item())")
         elif e.op == "argmax":
             self.emit(ind, f"{target} = int({self.atom(e.args[0])}.argmax())")
         else:
@@ -122,6 +140,22 @@ class _DirectGen(_Gen):
         self.emit(ind, f"{target} = from_list([{fn(e.fn)}(x{extra}) for x in to_list({xs})])")
 
 
+def _calls_itself_in_tail(f: Function) -> bool:
+    """Whether ``f`` calls itself in tail position (through blocks, branches, matches)."""
+    stack = [f.body]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Let):
+            stack.append(e.body)
+        elif isinstance(e, If):
+            stack.extend((e.then, e.orelse))
+        elif isinstance(e, Match):
+            stack.extend(c.body for c in e.clauses)
+        elif isinstance(e, FnCall) and e.fn == f.name:
+            return True
+    return False
+
+
 def generate_direct(m: Module) -> DirectProgram:
     """Python source of the direct program: ``make(K0, ..., np, AdtValue, to_list,
     from_list, WEIGHTS)`` returns ``(entry, calls)``."""
@@ -129,7 +163,7 @@ def generate_direct(m: Module) -> DirectProgram:
     g = _DirectGen(m, kernels)
     ks = "".join(f"K{i}, " for i in range(len(kernels)))
     g.emit(0, f"def make({ks}np, AdtValue, to_list, from_list, WEIGHTS):")
-    g.emit(1, '"""Direct program; K<k>(1, *args) runs kernel k for one instance."""')
+    g.emit(1, '"""Direct program; K<k>(*args) runs kernel k for one instance."""')
     g.emit(1, "nk = 0")
     for f in m.functions:
         if not f.is_kernel:

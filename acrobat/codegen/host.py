@@ -2,14 +2,17 @@
 
 Each IR function becomes one Python function that runs an instance's control flow on
 real host values (ADT values, ints) and, at every kernel call, *records* a DFG node
-instead of computing: it appends ``(key, out, instance, *args)`` to the kernel's record
-list, where ``out`` is the first of the node's fresh output value ids (tensor handles)
-and ``key = phase * STRIDE + depth`` orders the schedule. Depth is threaded inline
-(docs/paper.md §4): every function takes ``d`` and returns ``(result, d)``; a
-dynamic kernel call records at ``d`` then increments it; a hoisted call records at its
-static depth within the current phase; ``parallel``/``map`` children start at the same
-``d`` and the parent continues from their max; ghost ops add to ``d``; ``phase()``
-moves ``d`` to the next phase's base. No IR is interpreted at run time.
+instead of computing: it adds the row ``(key, out, instance, *args)`` to the kernel's
+record list (``R<k>`` extends that flat list of ints by the row), where ``out`` is the
+first of the node's fresh output value ids (tensor handles) and
+``key = phase * STRIDE + depth`` orders the schedule. Depth is threaded inline
+(docs/paper.md §4): a function that can move the depth takes ``d`` and returns
+``(result, d)``; a dynamic kernel call records at ``d`` then increments it; a hoisted
+call records at its static depth within the current phase; ``parallel``/``map``
+children start at the same ``d`` and the parent continues from their max; ghost ops add
+to ``d``; ``phase()`` moves ``d`` to the next phase's base. A function that never moves
+it returns its result alone, and one that never reads it takes no ``d``
+(:func:`depth_use`); a call of a function itself in tail position is a loop. No IR is interpreted at run time.
 
 After a tensor read the fiber resumes only once the pending DFG has been executed, so
 every value it can see exists: its dynamic depth restarts at the phase's base, which
@@ -31,6 +34,7 @@ Both formats, records and requests, are defined in :mod:`acrobat.codegen.records
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from acrobat.analysis.independence import is_barrier, moves_depth
@@ -109,6 +113,57 @@ def fn(name: str) -> str:
     return ident("f_", name)
 
 
+# How a host function uses the depth ``d`` (see :func:`depth_use`)
+FREE, READS, MOVES = 0, 1, 2
+
+
+def depth_use(m: Module, fibers: frozenset[str]) -> dict[str, int]:
+    """Per host function, how it uses the depth: ``MOVES`` (takes ``d``, returns
+    ``(value, d)``: it records at the dynamic depth, pads or starts a phase, directly or
+    through a call), ``READS`` (takes ``d`` for hoisted records at static depths within
+    the phase, returns the value alone: its caller's ``d`` is unchanged) or ``FREE`` (no
+    ``d`` at all: pure host code such as a list reversal). Fiber functions and the entry
+    keep the full convention (``MOVES``). A fixed point over the call graph."""
+    fns = [f for f in m.functions if not f.is_kernel]
+    use = {f.name: MOVES if f.name in fibers or f.name == m.entry else FREE for f in fns}
+    changed = True
+    while changed:
+        changed = False
+        for f in fns:
+            level = use[f.name]
+            if level == MOVES:
+                continue
+            for e in walk(f.body):
+                t = type(e)
+                if t is KernelCall:
+                    level = max(level, MOVES if e.depth is None else READS)
+                elif t is Phase or t is OpCall and e.op in ("ghost", "item", "argmax"):
+                    level = MOVES
+                elif t is FnCall or t is Map:
+                    level = max(level, use.get(e.fn, FREE))
+                if level == MOVES:
+                    break
+            if level != use[f.name]:
+                use[f.name] = level
+                changed = True
+    return use
+
+
+def _tails(e: Expr):
+    """The expressions in tail position of ``e`` (through blocks and branches)."""
+    stack = [e]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, Let):
+            stack.append(e.body)
+        elif isinstance(e, If):
+            stack.extend((e.then, e.orelse))
+        elif isinstance(e, Match):
+            stack.extend(c.body for c in e.clauses)
+        else:
+            yield e
+
+
 class _Gen:
     def __init__(
         self,
@@ -126,6 +181,9 @@ class _Gen:
         self.weight_values: set[str] = set()
         # independence: depth variable -> the depth variables it is known to be >= of
         self.below: dict[str, frozenset[str]] = {}
+        self.use = depth_use(m, fibers)
+        self.current: Function | None = None  # the function being generated
+        self.loops = False  # its self tail calls are a loop
 
     def emit(self, indent: int, text: str) -> None:
         self.lines.append("    " * indent + text)
@@ -136,16 +194,30 @@ class _Gen:
 
     # -- functions ---------------------------------------------------------------------
     def function(self, f: Function) -> None:
-        args = ", ".join([v(p.name) for p in f.params] + ["d"])
+        """One host function. Its depth convention is :func:`depth_use`'s; a call of
+        itself in tail position rebinds its parameters and loops (no frame, no generator
+        per step)."""
+        params = [v(p.name) for p in f.params]
+        args = ", ".join(params + ["d"] if self.use[f.name] else params)
         self.emit(1, f"def {fn(f.name)}({args}):")
         if any(isinstance(e, KernelCall) for e in walk(f.body)):
             self.emit(2, "nonlocal nv")
         self.is_fiber = f.name in self.fibers
         self.read_only = _read_only(f.body) if self.independence else frozenset()
-        if self.is_fiber and not any(_yields(e, self.fibers) for e in walk(f.body)):
+        self.current = f
+        self.loops = any(
+            isinstance(e, FnCall) and e.fn == f.name and len(f.params) == len(e.args)
+            for e in _tails(f.body)
+        )
+        # a fiber function is a generator even when nothing in it yields (its self tail
+        # calls, which would, are a loop)
+        if self.is_fiber and (self.loops or not any(_yields(e, self.fibers) for e in walk(f.body))):
             self.emit(2, "if False:")
             self.emit(3, "yield")
-        self.tail(f.body, 2)
+        if self.loops:
+            self.emit(2, "while True:")
+        self.tail(f.body, 3 if self.loops else 2)
+        self.current, self.loops = None, False
 
     def tail(self, e: Expr, ind: int) -> None:
         """Code that computes ``e`` and returns it: blocks and branches here, the value
@@ -163,15 +235,23 @@ class _Gen:
             self.tail_value(e, ind)
 
     def tail_value(self, e: Expr, ind: int) -> None:
-        """Return ``(value, d)`` of a tail expression that is not a block or a branch."""
-        if self.is_fiber and isinstance(e, FnCall) and e.fn in self.fibers:
+        """Return ``(value, d)`` (or the value alone, see :func:`depth_use`) of a tail
+        expression that is not a block or a branch; a call of the function itself loops."""
+        if self.loops and isinstance(e, FnCall) and e.fn == self.current.name:
+            params = [v(p.name) for p in self.current.params]
+            if params:
+                values = ", ".join(self.atom(a) for a in e.args)
+                self.emit(ind, f"{', '.join(params)}, = {values},")
+            self.emit(ind, "continue")
+        elif self.is_fiber and isinstance(e, FnCall) and e.fn in self.fibers:
             # a tail call: the callee's (value, d) is ours; it replaces this generator
             call = f"{fn(e.fn)}({', '.join([self.atom(a) for a in e.args] + ['d'])})"
             self.emit(ind, f"return (yield ({TAIL}, {call}))")
         else:
             r = self.fresh()
             self.bind(r, e, ind)
-            self.emit(ind, f"return {r}, d")
+            moves = self.current is None or self.use[self.current.name] == MOVES
+            self.emit(ind, f"return {r}, d" if moves else f"return {r}")
 
     def match(self, e: Match, ind: int, target: str | None) -> None:
         s = self.atom(e.scrutinee)
@@ -221,11 +301,14 @@ class _Gen:
         raise NotImplementedError(f"not an atom: {type(e).__name__}")
 
     def call(self, name: str, args: list[str], target: str, ind: int) -> None:
-        call = f"{fn(name)}({', '.join(args + ['d'])})"
+        use = self.use[name]
+        call = f"{fn(name)}({', '.join(args + ['d'] if use else args)})"
         if name in self.fibers:
             self.emit(ind, f"{target}, d = yield ({CALL}, {call})")
-        else:
+        elif use == MOVES:
             self.emit(ind, f"{target}, d = {call}")
+        else:  # the depth is unchanged
+            self.emit(ind, f"{target} = {call}")
 
     def bind(self, target: str, e: Expr, ind: int) -> None:
         """Code that assigns the value of ``e`` to ``target`` (may move ``d``)."""
@@ -278,7 +361,8 @@ class _Gen:
         everything after it starts after it; the block's result continues from the max
         over everything it did. Depths live in local variables ``_dN`` of the generated
         function, so the cost at run time is a few assignments and ``max`` calls."""
-        if not self.independence:
+        moves = self.current is None or self.use[self.current.name] == MOVES
+        if not self.independence or not moves:  # a function that never moves d: no depths
             for b in e.bindings:
                 self.bind(v(b.var.name), b.value, ind)
             finish(e.body)
@@ -382,16 +466,24 @@ class _Gen:
         calls made first (they cannot wait for anything, so the order does not matter)."""
         d0, outs, ds, spawned = self.fresh(), [], [], []
         self.emit(ind, f"{d0} = d")
+        still = False  # a call that leaves the depth at d0
         for c in e.calls:
-            call = f"{fn(c.fn)}({', '.join([self.atom(a) for a in c.args] + [d0])})"
+            use = self.use[c.fn]
+            args = [self.atom(a) for a in c.args] + ([d0] if use else [])
+            call = f"{fn(c.fn)}({', '.join(args)})"
             if c.fn in self.fibers:
                 spawned.append(call)
                 outs.append(None)
                 continue
-            r, dd = self.fresh(), self.fresh()
-            self.emit(ind, f"{r}, {dd} = {call}")
+            r = self.fresh()
+            if use == MOVES:
+                dd = self.fresh()
+                self.emit(ind, f"{r}, {dd} = {call}")
+                ds.append(dd)
+            else:
+                self.emit(ind, f"{r} = {call}")
+                still = True
             outs.append(r)
-            ds.append(dd)
         if spawned:
             r = self.fresh()
             self.emit(ind, f"{r} = yield ({SPAWN}, ({''.join(g + ', ' for g in spawned)}))")
@@ -402,7 +494,10 @@ class _Gen:
                     ds.append(f"{r}[{k}][1]")
                     k += 1
         self.emit(ind, f"{target} = ({''.join(o + ', ' for o in outs)})")
-        self.emit(ind, f"d = max({', '.join(ds)})" if len(ds) > 1 else f"d = {ds[0]}")
+        if still and ds:
+            ds.append(d0)
+        if ds:  # else every call left the depth at d0, which is d
+            self.emit(ind, f"d = max({', '.join(ds)})" if len(ds) > 1 else f"d = {ds[0]}")
 
     def map(self, target: str, e: Map, ind: int) -> None:
         extra = "".join(self.atom(a) + ", " for a in e.extra)
@@ -416,6 +511,10 @@ class _Gen:
                 f"{r} = (yield ({SPAWN}, tuple({fn(e.fn)}(x, {extra}d) for x in {items}))) "
                 f"if {items} else ()",
             )
+        elif self.use[e.fn] != MOVES:  # the depth is unchanged
+            d = "d" if self.use[e.fn] else ""
+            self.emit(ind, f"{target} = from_list([{fn(e.fn)}(x, {extra}{d}) for x in {items}])")
+            return
         else:
             r = self.fresh()
             self.emit(ind, f"{r} = [{fn(e.fn)}(x, {extra}d) for x in {items}]")
@@ -467,7 +566,7 @@ def generate_host(
     for f in m.functions:
         if not f.is_kernel:
             g.function(f)
-    g.emit(1, "def start(i, first_value):")
+    g.emit(1, "def start(i, first_value=None):")
     g.emit(2, '"""Set the instance number and the next free value id."""')
     g.emit(2, "nonlocal inst, nv")
     g.emit(2, "inst = i")
@@ -477,5 +576,24 @@ def generate_host(
     g.emit(2, "return nv")
     g.emit(1, f"return {fn(m.entry)}, start, next_value")
     return HostProgram(
-        "\n".join(g.lines) + "\n", tuple(kernels), fibers, m.entry, tuple(sorted(g.weight_values))
+        "\n".join(_unused_depths_dropped(g.lines)) + "\n",
+        tuple(kernels),
+        fibers,
+        m.entry,
+        tuple(sorted(g.weight_values)),
     )
+
+
+_DEPTH_SNAPSHOT = re.compile(r"^\s*(_d\d+) = d$")
+_DEPTH_NAME = re.compile(r"\b_d\d+\b")
+
+
+def _unused_depths_dropped(lines: list[str]) -> list[str]:
+    """The program without the depth snapshots ``_dN = d`` that nothing reads (the
+    independence bookkeeping takes one at every step; most are never needed)."""
+    used: set[str] = set()
+    for line in lines:
+        m = _DEPTH_SNAPSHOT.match(line)
+        names = _DEPTH_NAME.findall(line)
+        used.update(names[1:] if m else names)
+    return [ln for ln in lines if not ((m := _DEPTH_SNAPSHOT.match(ln)) and m[1] not in used)]

@@ -4,8 +4,9 @@ The generated host program (:mod:`acrobat.codegen.host`) writes these; the DFG, 
 schedules, the executor and the fiber scheduler (:mod:`acrobat.runtime`) read them. This
 module is the one place that defines them.
 
-**Records.** At every kernel call the host program appends one row of ints to that
-kernel's record list instead of computing::
+**Records.** At every kernel call the host program adds one row of ints to that
+kernel's record list instead of computing (the list holds the rows one after the other,
+flat: ``R<k>(row)`` extends it, and the runtime reshapes it by the row width)::
 
     (key, out, inst, arg_0, arg_1, ...)
      KEY  OUT  INST ARGS ...
@@ -42,7 +43,8 @@ import struct
 
 STRIDE = 1 << 32  # depth keys: phase * STRIDE + depth
 KEY, OUT, INST, ARGS = 0, 1, 2, 3  # record columns; arguments start at ARGS
-READ_ITEM, READ_ARGMAX, CALL, SPAWN, PHASE, TAIL = range(6)  # fiber request ops
+READ_ITEM, READ_ARGMAX, CALL, SPAWN, PHASE, TAIL = range(6)  # fiber request ops; the reads
+# first (the fiber scheduler tests ``op <= READ_ARGMAX``)
 
 _FLOAT64, _INT64 = struct.Struct("<d"), struct.Struct("<q")
 

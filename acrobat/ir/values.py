@@ -11,6 +11,7 @@ deep is checked, compared and converted without touching Python's recursion limi
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -110,9 +111,23 @@ def check_value(m: Module, value: Any, ty: Type, index: int | None = None, what:
         _explain_mismatch(m, value, ty, index, what or "the input")
 
 
+_TABLES: dict[int, tuple] = {}  # id(module) -> (weak reference to it, its field tables)
+
+
+def _tables(m: Module) -> dict:
+    """The field tables of :func:`_fields_table` for module ``m``, kept while it lives."""
+    entry = _TABLES.get(id(m))
+    if entry is None or entry[0]() is not m:
+        key = id(m)
+        entry = _TABLES[key] = (weakref.ref(m, lambda _r: _TABLES.pop(key, None)), {})
+    return entry[1]
+
+
 def _fields_table(m: Module, t: AdtType, cache: dict) -> dict[str, tuple]:
-    """Per constructor: (number of fields, [(index, type)] of the non-int fields,
-    indices of the int fields). Keyed by identity: the types inside come from here."""
+    """Per constructor: (number of fields, [(index, type)] of the fields to check apart,
+    indices of the int fields, index of the recursive field the check continues with or
+    ``None``). Keyed by identity (the entry keeps ``t`` alive, so the id stays its own):
+    the types inside come from here."""
     entry = cache.get(id(t))
     if entry is None:
         adt = m.adt_map[t.name]
@@ -122,29 +137,37 @@ def _fields_table(m: Module, t: AdtType, cache: dict) -> dict[str, tuple]:
             # a recursive field gets ``t`` itself, so the identity cache hits on every node
             fts = [t if (f := substitute(f0, mapping)) == t else f for f0 in c.fields]
             ints = tuple(i for i, f in enumerate(fts) if f == _INT_T)
-            table[c.name] = (len(fts), [(i, f) for i, f in enumerate(fts) if f != _INT_T], ints)
+            recs = [i for i, f in enumerate(fts) if f is t]
+            last = recs[-1] if recs else None
+            others = [(i, f) for i, f in enumerate(fts) if f != _INT_T and i != last]
+            table[c.name] = (len(fts), others, ints, last)
         entry = cache[id(t)] = (t, table)
     return entry[1]
 
 
 def _fits(m: Module, value: Any, ty: Type) -> bool:
-    cache: dict = {}
+    cache = _tables(m)
     stack = [(value, ty)]
     while stack:
         v, t = stack.pop()
         tt = type(t)
         if tt is AdtType:
-            if type(v) is not AdtValue:
-                return False
-            plan = _fields_table(m, t, cache).get(v.ctor)
-            fields = v.fields
-            if plan is None or plan[0] != len(fields):
-                return False
-            for i in plan[2]:
-                if type(fields[i]) is not int:
+            table = _fields_table(m, t, cache)
+            while True:  # along the recursive spine without the stack (a list's tail)
+                if type(v) is not AdtValue:
                     return False
-            for i, ft in plan[1]:
-                stack.append((fields[i], ft))
+                plan = table.get(v.ctor)
+                fields = v.fields
+                if plan is None or plan[0] != len(fields):
+                    return False
+                for i in plan[2]:
+                    if type(fields[i]) is not int:
+                        return False
+                for i, ft in plan[1]:
+                    stack.append((fields[i], ft))
+                if plan[3] is None:
+                    break
+                v = fields[plan[3]]
         elif tt is TupleType:
             if type(v) is not tuple or len(v) != len(t.fields):
                 return False

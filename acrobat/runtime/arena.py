@@ -45,6 +45,18 @@ class Arena:
         self.peak = max(self.peak, end)
         return start
 
+    def block(self, n: int) -> tuple[int, np.ndarray]:
+        """:meth:`alloc` of ``n`` rows and their :meth:`rows` view, in one call."""
+        start = self.top
+        end = start + n
+        if end > self.buf.shape[0]:
+            self.alloc(n)
+        else:
+            self.top = end
+            if end > self.peak:
+                self.peak = end
+        return start, self.buf[start:end].reshape((n,) + self.shape)
+
     def rows(self, start: int, n: int) -> np.ndarray:
         """A view of ``n`` rows as ``[n, *shape]``."""
         return self.buf[start : start + n].reshape((n,) + self.shape)
@@ -65,8 +77,10 @@ class Arena:
         """Bytes a gather of ``rows`` copies: none when they are one block (read in place),
         else every row (what :meth:`gather` counts)."""
         n = rows.shape[0]
-        if n and block_start(rows) is not None:
+        if n <= 1:  # no rows, or one: a block
             return 0
+        if rows[-1] - rows[0] == n - 1 and block_start(rows) is not None:
+            return 0  # (ends n - 1 apart is the cheap half of the test)
         return n * self.width * self.dtype.itemsize
 
     @property

@@ -8,6 +8,7 @@ weights shared, and write its outputs into a fresh contiguous block of rows.
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -91,6 +92,37 @@ class Executor:
         a = self.arena_list[self.arena_of[vid]]
         return self.backend.to_host(a.buf[self.row_of[vid]].reshape(a.shape))
 
+    def read_many(self, vids: list[int]) -> list[np.ndarray]:
+        """:meth:`read` of every id in ``vids``, in order, with one gather (and one copy to
+        the host) per arena: each array is a row of that copy."""
+        if not vids:
+            return []
+        ids = np.array(vids, np.int64)
+        rows = self.row_of[ids]
+        which = self.arena_of[ids]
+        first = int(which[0])
+        if (which == first).all():
+            return self._rows_of(first, rows, vids)
+        out: list = [None] * len(vids)
+        groups: dict[int, list[int]] = {}
+        for i, a in enumerate(which.tolist()):
+            groups.setdefault(a, []).append(i)
+        for a, idx in groups.items():
+            for i, x in zip(idx, self._rows_of(a, rows[idx], [vids[i] for i in idx])):
+                out[i] = x
+        return out
+
+    def _rows_of(self, a: int, rows: np.ndarray, vids: list[int]) -> list[np.ndarray]:
+        arena = self.arena_list[a]
+        shape = arena.shape
+        if not shape or math.prod(shape) != arena.width:  # a scalar, or no elements
+            return [self.read(v) for v in vids]
+        xp = self.backend.xp
+        data = arena.buf.take(rows if xp is np else xp.asarray(rows), axis=0)
+        if xp is not np:
+            data = self.backend.to_host(data)
+        return list(data.reshape((len(rows),) + shape))
+
     def answer_reads(self, ops: list[int], vids: list[int]) -> list:
         """What fiber reads get, in order: for ``READ_ITEM`` the float of a one-element
         tensor, for ``READ_ARGMAX`` the flat argmax (an int) of a tensor. One copy to the
@@ -105,7 +137,10 @@ class Executor:
         for (a, op), idx in where.items():
             arena = self.arena_list[a]
             r = rows[idx]
-            data = self.backend.to_host(arena.buf.take(r if xp is np else xp.asarray(r), axis=0))
+            if xp is np:  # take copies already: no second copy to the host
+                data = arena.buf.take(r, axis=0)
+            else:
+                data = self.backend.to_host(arena.buf.take(xp.asarray(r), axis=0))
             if op == READ_ARGMAX:
                 values = data.argmax(axis=1).tolist()
             elif arena.width == 1 and 0 not in arena.shape:  # one element
@@ -172,7 +207,13 @@ class Executor:
         row_of = self.row_of
         n = len(rec)
         # outputs first: growing an arena moves its buffer, so inputs are taken after
-        firsts = [arena.alloc(n) for arena, _ in outs]
+        # (and the output views of one arena are made once its last block is allocated)
+        if fused and len(outs) == 1:
+            first, view = outs[0][0].block(n)
+            firsts, views = [first], [view]
+        else:
+            firsts = [arena.alloc(n) for arena, _ in outs]
+            views = None
         args = []
         moved = 0
         for col, arena in ins:
@@ -191,7 +232,8 @@ class Executor:
         clock = time.perf_counter
         try:
             if fused:  # the kernel writes straight into the output blocks
-                views = [arena.rows(r0, n) for (arena, _), r0 in zip(outs, firsts)]
+                if views is None:
+                    views = [arena.rows(r0, n) for (arena, _), r0 in zip(outs, firsts)]
                 start = clock()
                 fn(n, *args, out=views)
             else:
@@ -208,8 +250,9 @@ class Executor:
                 hint="token ids must lie in [0, vocabulary size)",
             ) from None
         base = rec[:, OUT]
+        arena_of = self.arena_of
         for j, ((_, index), r0) in enumerate(zip(outs, firsts)):
             ids = base + j if j else base
-            self.row_of[ids] = np.arange(r0, r0 + n)
-            self.arena_of[ids] = index
+            row_of[ids] = np.arange(r0, r0 + n)
+            arena_of[ids] = index
         return moved, start, end

@@ -19,6 +19,9 @@ from collections.abc import Callable
 from acrobat.codegen.records import CALL, PHASE, READ_ARGMAX, READ_ITEM, SPAWN, TAIL
 from acrobat.errors import InstanceError
 
+# the scheduler tells a read apart with one comparison, ``op <= READ_ARGMAX``
+assert READ_ITEM < READ_ARGMAX < min(CALL, SPAWN, PHASE, TAIL)
+
 # what host arithmetic in the generated program can raise (the reference interpreter
 # turns the same failures into an EvaluationError)
 HOST_FAILURES = (ArithmeticError, ValueError)
@@ -63,6 +66,7 @@ def run_fibers(
     passes = 0
     root_index = {id(f): i for i, f in enumerate(roots)}
     popleft, push = ready.popleft, ready.append
+    add_read = reads.append
     current = None  # the instance set_instance last set (the host program keeps it)
     while True:
         while ready:
@@ -74,7 +78,7 @@ def run_fibers(
             gen = stack[-1]
             while True:
                 try:
-                    req = gen.send(value)
+                    op, payload = gen.send(value)
                 except HOST_FAILURES as err:
                     raise host_failure(err, fiber.inst) from None
                 except StopIteration as stop:
@@ -92,20 +96,19 @@ def run_fibers(
                         if parent.pending == 0:
                             push((parent, parent.results))
                     break
-                op = req[0]
-                if op == TAIL:  # the caller is done: the callee takes its place
-                    gen = stack[-1] = req[1]
+                if op <= READ_ARGMAX:  # READ_ITEM or READ_ARGMAX
+                    add_read((fiber, op, payload))
+                elif op == TAIL:  # the caller is done: the callee takes its place
+                    gen = stack[-1] = payload
                     value = None
                     continue
-                if op == CALL:
-                    gen = req[1]
+                elif op == CALL:
+                    gen = payload
                     stack.append(gen)
                     value = None
                     continue
-                if op in (READ_ITEM, READ_ARGMAX):
-                    reads.append((fiber, op, req[1]))
                 elif op == SPAWN:
-                    gens = req[1]
+                    gens = payload
                     fiber.pending = len(gens)
                     fiber.results = [None] * len(gens)
                     for i, g in enumerate(gens):
@@ -118,7 +121,7 @@ def run_fibers(
             passes += 1
             answers = read_all([op for _, op, _ in reads], [vid for _, _, vid in reads])
             ready.extend(zip([fiber for fiber, _, _ in reads], answers))
-            reads = []
+            reads.clear()  # add_read appends to this list
         elif barrier:
             ready.extend((f, None) for f in barrier)
             barrier = []

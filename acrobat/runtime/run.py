@@ -14,6 +14,7 @@ namespace, arenas) is prepared once, by :func:`prepare`, and reused by every run
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 import weakref
@@ -35,7 +36,7 @@ from acrobat.runtime.fibers import HOST_FAILURES, Fiber, host_failure, run_fiber
 from acrobat.runtime.schedule import Schedule, get_policy, lower_bound, schedule
 from acrobat.runtime.strategy import StrategyChooser
 from acrobat.runtime.threads import ThreadPlan
-from acrobat.runtime.values import array_bytes, from_handles, has_tensor, to_handles
+from acrobat.runtime.values import array_bytes, from_handles_all, has_tensor, to_handles
 from acrobat.trace import (
     HostProgramGenerated,
     HostSpan,
@@ -180,13 +181,14 @@ def _memory_limit() -> int:
     return 16 << 30
 
 
-def _records(rows: list[tuple], width: int, kernel: str) -> np.ndarray:
-    """Recorded nodes as an int64 array; a host int that does not fit is the instance's
-    error (the reference interpreter raises one for such a value too)."""
+def _records(flat: list, width: int, kernel: str) -> np.ndarray:
+    """Recorded nodes (their rows one after the other, ``width`` ints each) as an int64
+    array; a host int that does not fit is the instance's error (the reference
+    interpreter raises one for such a value too)."""
     try:
-        return np.array(rows, np.int64).reshape(len(rows), width)
+        return np.array(flat, np.int64).reshape(len(flat) // width, width)
     except OverflowError:
-        for row in rows:
+        for row in zip(*[iter(flat)] * width):
             for value in row[ARGS:]:
                 if not -(1 << 63) <= value < 1 << 63:
                     raise InstanceError(
@@ -225,11 +227,13 @@ class _RunState:
         self.node_events = trace_level == "nodes"
         self.t0 = 0.0
         self.stats = RunStats(policy=policy, backend=runtime.backend.name)
-        # each kernel's rows recorded since the last flush (a flush empties them)
+        # each kernel's rows recorded since the last flush, one after the other in one
+        # flat list of ints (a flush empties them)
         self.lists: list[list] = [[] for _ in runtime.kernels]
         self.weights: dict[str, int] = {}  # weights the host program uses as values -> id
         # the host program's closures for this run (made by Runtime.begin): its entry,
-        # start(i, first value id) and next_value() (the next free value id)
+        # start(i, first value id = None: unchanged) and next_value() (the next free
+        # value id)
         self.entry = self.start = self.next_value = None
         self.passes: list[tuple[DFG, Schedule]] = []
         self.bounds: list[int] = []  # lower bound of each pass
@@ -299,14 +303,21 @@ class Runtime:
         self.threads.begin(threads)
         old_limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(old_limit, 200_000))
+        # the host program and the outputs allocate many small objects and free them by
+        # reference counting; the cycle collector's passes over them are pure overhead
+        # (about a tenth of a BiRNN run's host time), so it waits until the run is over
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             args, first_free = self.upload(st, instances)
             raw = self.record(st, args, first_free)
             self.flush(st)
+            outputs = self.outputs(raw)
         finally:
+            if collecting:
+                gc.enable()
             sys.setrecursionlimit(old_limit)
             self.thread_stats(st.stats)
-        outputs = self.outputs(raw)
         self.finish(st, len(instances))
         self.chooser.observe(group, "batched", st.stats.total_ms, st.stats.nodes)
         return RunResult(outputs, st.trace, st.stats)
@@ -360,7 +371,7 @@ class Runtime:
             memory_limit = self.default_limit
         self.pool.limit = memory_limit
         st.entry, st.start, st.next_value = self.make(
-            *(lst.append for lst in st.lists), AdtValue, to_list, from_list, st.weights, float_bits
+            *(lst.extend for lst in st.lists), AdtValue, to_list, from_list, st.weights, float_bits
         )
 
     def upload(self, st: _RunState, instances: list) -> tuple[list[list], int]:
@@ -397,13 +408,11 @@ class Runtime:
         if self.entry_is_fiber:
             roots = [Fiber(st.entry(*a, self.base), i) for i, a in enumerate(args_list)]
 
-            raw, _ = run_fibers(
-                roots, lambda i: st.start(i, None), lambda: self.flush(st), ex.answer_reads
-            )
+            raw, _ = run_fibers(roots, st.start, lambda: self.flush(st), ex.answer_reads)
         else:
             raw = []
             for i, a in enumerate(args_list):
-                st.start(i, None)
+                st.start(i)
                 try:
                     raw.append(st.entry(*a, self.base))
                 except HOST_FAILURES as err:
@@ -423,8 +432,8 @@ class Runtime:
         nodes = 0
         for k, lst in enumerate(st.lists):
             if lst:  # only the rows recorded since the last flush are here
-                recs[k] = _records(lst, self.widths[k], self.kernels[k].name)
-                nodes += len(lst)
+                recs[k] = r = _records(lst, self.widths[k], self.kernels[k].name)
+                nodes += len(r)
                 lst.clear()
         if not nodes:  # e.g. a second read of a value the last pass made: nothing to run
             return
@@ -460,7 +469,7 @@ class Runtime:
         if not self.tensor_output:
             return [r[0] for r in raw]
         m = self.module
-        return [from_handles(m, r[0], m.main.ret, self.executor) for r in raw]
+        return from_handles_all(m, [r[0] for r in raw], m.main.ret, self.executor)
 
     def finish(self, st: _RunState, n_instances: int) -> None:
         """Complete the statistics and, when tracing, the trace."""

@@ -16,19 +16,30 @@ instances' shapes and this machine, so ``auto`` measures instead of guessing.
   launches and timeline), and tracing costs the batched path per launch, so traced
   timings cannot say which strategy is faster. ``strategy="direct"`` runs direct at any
   trace level.
-* Runs are grouped by batch size (ranges 1, 2-3, 4-7, 8-15, ...). In a group, ``auto``
-  runs batched until batched has one measured run, then direct once,
-  then whichever took less time per kernel call (per DFG node: the same count for both
-  strategies, so batches of different instances compare fairly), by the best run of
-  each. The program's first run of all is a warm-up (arenas grow, caches fill) and is
-  not measured.
-* Every run, forced ones included, adds its time to its group.
+* Runs are grouped by batch size (ranges 1, 2-3, 4-7, 8-15, ...); a run's cost is its
+  time per kernel call (per DFG node: the same count for both strategies, so batches of
+  different instances compare fairly). The program's first run of all is a warm-up
+  (arenas grow, caches fill) and is not measured.
+* Measuring: in a group, ``auto`` alternates (batched first) until each strategy has
+  :data:`MIN_RUNS` measured runs, so one cold or disturbed run cannot decide alone.
+* Choosing: then it runs the strategy whose cost is lower, a strategy's cost being the
+  best of its last :data:`WINDOW` measured runs (the best, because disturbances only
+  ever slow a run down; the last few, so that a lasting change of the machine's load is
+  seen once those runs are out of the window).
+* Re-measuring: the other strategy (the loser) runs again at the 4th, 8th, 16th, ...
+  run since the choice was last made or changed (then every :data:`MAX_GAP`-th run), so
+  a change that favours the loser flips the choice; this costs about log2(n) of n runs.
+* Every run, forced ones included, adds its time to its group, and after each the
+  choice is recomputed.
 
 ``RunStats.strategy`` says which ran and ``RunStats.strategy_reason`` why, in one
 sentence (also in the trace's ``RunSummary``).
 """
 
 from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
 
 from acrobat.errors import AcrobatNameError
 
@@ -42,12 +53,41 @@ def _group_name(lo: int) -> str:
     return f"batch size {lo}" if lo == hi else f"batch sizes {lo}-{hi}"
 
 
+MIN_RUNS = 2  # measured runs of each strategy before choosing
+WINDOW = 3  # a strategy's cost: the best of its last WINDOW measured runs
+MAX_GAP = 256  # re-measure the loser at least every MAX_GAP runs
+
+
+def remeasure_at(n: int) -> bool:
+    """Whether the ``n``-th run since the choice (1-based) re-measures the loser: 4, 8,
+    16, ... up to :data:`MAX_GAP`, then every :data:`MAX_GAP`-th."""
+    if n >= MAX_GAP:
+        return n % MAX_GAP == 0
+    return n >= 4 and n & (n - 1) == 0
+
+
+@dataclass
+class _Group:
+    """Measured runs of one batch-size range."""
+
+    recent: dict[str, deque] = field(default_factory=dict)  # strategy -> last ms per call
+    runs: dict[str, int] = field(default_factory=dict)  # strategy -> measured runs
+    choice: str | None = None  # the strategy chosen once both were measured
+    since: int = 0  # measured runs since the choice was made or changed
+
+    def cost(self, strategy: str) -> float:
+        return min(self.recent[strategy])
+
+    def settled(self) -> bool:
+        return all(self.runs.get(s, 0) >= MIN_RUNS for s in ("batched", "direct"))
+
+
 class StrategyChooser:
     """The measured cost of each strategy, per batch-size range (untraced runs)."""
 
     def __init__(self) -> None:
         self.warmed = False  # the first run of all is not measured
-        self.best: dict[Group, dict[str, float]] = {}  # ms per kernel call, best run
+        self.groups: dict[Group, _Group] = {}
 
     @staticmethod
     def check(strategy: str) -> None:
@@ -78,35 +118,48 @@ class StrategyChooser:
         where = _group_name(group)
         if not self.warmed:
             return "batched", "auto: the program's first run (a warm-up, not measured)", group
-        best = self.best.get(group, {})
-        b, d = best.get("batched"), best.get("direct")
-        if b is None:
-            return "batched", f"auto: measuring batched at {where}", group
-        if d is None:
+        g = self.groups.get(group) or _Group()
+        if not g.settled():
+            nb, nd = g.runs.get("batched", 0), g.runs.get("direct", 0)
+            how = "batched" if nb <= nd else "direct"
             return (
-                "direct",
-                f"auto: measuring direct once at {where} (batched: {b * 1e3:.1f} us per kernel call)",
+                how,
+                f"auto: measuring {how} at {where} (run {min(nb, nd) + 1} of {MIN_RUNS} of "
+                "each before choosing)",
                 group,
             )
-        win, lose = ("direct", "batched") if d < b else ("batched", "direct")
-        return (
-            win,
-            f"auto: {win} took {best[win] * 1e3:.1f} us per kernel call vs {best[lose] * 1e3:.1f} "
-            f"for {lose} at {where} (best measured run of each)",
-            group,
+        win = g.choice
+        lose = "direct" if win == "batched" else "batched"
+        costs = (
+            f"{g.cost(win) * 1e3:.1f} us per kernel call vs {g.cost(lose) * 1e3:.1f} for "
+            f"{lose} at {where} (best of the last {WINDOW} measured runs of each)"
         )
+        if remeasure_at(g.since + 1):
+            return (
+                lose,
+                f"auto: re-measuring {lose} (run {g.since + 1} since the choice; {win} took "
+                f"{costs})",
+                group,
+            )
+        return win, f"auto: {win} took {costs}", group
 
     def observe(self, group: Group | None, strategy: str, total_ms: float, nodes: int) -> None:
-        """Count a finished run's time in its group."""
+        """Count a finished run's time in its group; recompute the group's choice."""
         if not self.warmed:
             self.warmed = True
             return
         if group is None:
             return
-        per_call = total_ms / max(nodes, 1)
-        best = self.best.setdefault(group, {})
-        if per_call < best.get(strategy, float("inf")):
-            best[strategy] = per_call
+        g = self.groups.setdefault(group, _Group())
+        g.recent.setdefault(strategy, deque(maxlen=WINDOW)).append(total_ms / max(nodes, 1))
+        g.runs[strategy] = g.runs.get(strategy, 0) + 1
+        if not g.settled():
+            return
+        best = "direct" if g.cost("direct") < g.cost("batched") else "batched"
+        if best != g.choice:
+            g.choice, g.since = best, 0
+        else:
+            g.since += 1
 
 
 def _why_batched(policy: str, backend: str, trace_level: str, memory_limit, n: int) -> str:
@@ -125,4 +178,4 @@ def _why_batched(policy: str, backend: str, trace_level: str, memory_limit, n: i
     )
 
 
-__all__ = ["STRATEGIES", "StrategyChooser"]
+__all__ = ["MAX_GAP", "MIN_RUNS", "STRATEGIES", "WINDOW", "StrategyChooser", "remeasure_at"]

@@ -9,6 +9,7 @@ result's ids back into host arrays, and :func:`has_tensor` tells which types nee
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Protocol
 
 import numpy as np
@@ -48,15 +49,160 @@ def to_handles(m: Module, value: Any, ty: Type, store: ValueStore, next_vid: int
 def from_handles(m: Module, value: Any, ty: Type, store: ValueStore):
     """A result with every value id replaced by its tensor (host arrays).
     Callers skip it for types that hold no tensor (see :func:`has_tensor`)."""
+    return from_handles_all(m, [value], ty, store)[0]
 
-    def conv(v, t):
-        if isinstance(t, TensorType):
-            return store.read(v)
-        if isinstance(t, TupleType):
-            return tuple(conv(x, ft) for x, ft in zip(v, t.fields))
-        return _map_adt(m, v, t, conv)
 
-    return conv(value, ty)
+def from_handles_all(m: Module, values: list, ty: Type, store: ValueStore) -> list:
+    """:func:`from_handles` of many results of one type, with one read of all their
+    tensors: ``store.read_many(ids)`` when the store has it (the executor: one gather per
+    arena), else ``store.read`` per id. The walk over each value is made once per
+    (module, type) and reused (see :func:`_walker`)."""
+    walk = _walker(m, ty)
+    if walk is None:
+        return list(values)
+    collect, build = walk
+    ids: list = []
+    for v in values:
+        collect(v, ids)
+    read_many = getattr(store, "read_many", None)
+    arrays = read_many(ids) if read_many is not None else [store.read(i) for i in ids]
+    nxt = iter(arrays).__next__
+    return [build(v, nxt) for v in values]
+
+
+_WALKERS: dict[int, tuple] = {}  # id(module) -> (weak reference to it, {type: walker})
+
+
+def _walker(m: Module, ty: Type):
+    """``(collect, build)`` for values of ``ty`` in module ``m``, or ``None`` when ``ty``
+    holds no tensor (such values pass through unchanged). ``collect(v, ids)`` appends the
+    value ids of ``v``'s tensors, in a fixed order; ``build(v, nxt)`` rebuilds ``v`` with
+    each tensor replaced by ``nxt()``, taking them in that same order. Made once per
+    (module, type) and kept while the module lives."""
+    entry = _WALKERS.get(id(m))
+    if entry is None or entry[0]() is not m:
+        key = id(m)
+        entry = _WALKERS[key] = (weakref.ref(m, lambda _r: _WALKERS.pop(key, None)), {})
+    memo = entry[1]
+    if ty not in memo:
+        _make_walker(m, ty, memo)
+    return memo[ty]
+
+
+def _collect_leaf(v, ids):
+    ids.append(v)
+
+
+def _build_leaf(v, nxt):
+    return nxt()
+
+
+def _make_walker(m: Module, t: Type, memo: dict):
+    if t in memo:
+        return memo[t]
+    if not has_tensor(m, t):
+        memo[t] = None
+        return None
+    if isinstance(t, TensorType):
+        memo[t] = w = (_collect_leaf, _build_leaf)
+        return w
+    if isinstance(t, TupleType):
+        memo[t] = w = _tuple_walker(m, t, memo)
+        return w
+    # an ADT: recursive fields (the spine) are walked with an explicit stack
+    slot: list = []  # filled below; a field of a mutually recursive type reaches it
+    memo[t] = (lambda v, ids: slot[0](v, ids), lambda v, nxt: slot[1](v, nxt))
+    adt = m.adt_map[t.name]
+    mapping = dict(zip(adt.type_params, t.args))
+    # per constructor: indices of the recursive fields; (index, walker, is a tensor) of
+    # the others that hold a tensor (a field holding none is kept as it is)
+    rec: dict[str, tuple[int, ...]] = {}
+    conv: dict[str, tuple] = {}
+    for c in adt.ctors:
+        fts = [substitute(f, mapping) for f in c.fields]
+        rec[c.name] = tuple(i for i, ft in enumerate(fts) if ft == t)
+        conv[c.name] = tuple(
+            (i, w, isinstance(ft, TensorType))
+            for i, ft in enumerate(fts)
+            if ft != t and (w := _make_walker(m, ft, memo)) is not None
+        )
+    linear = all(len(r) <= 1 for r in rec.values())
+    rec1 = {c: (r[0] if r else None) for c, r in rec.items()}
+
+    def spine(v):
+        """Every node of ``v``'s recursive spine, parents before children."""
+        if linear:
+            order = []
+            while True:
+                order.append(v)
+                i = rec1[v.ctor]
+                if i is None:
+                    return order
+                v = v.fields[i]
+        order, stack = [], [v]
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            stack.extend(node.fields[i] for i in rec[node.ctor])
+        return order
+
+    def collect(v, ids):
+        add = ids.append
+        for node in reversed(spine(v)):
+            fields = node.fields
+            for i, (c, _), leaf in conv[node.ctor]:
+                if leaf:
+                    add(fields[i])
+                else:
+                    c(fields[i], ids)
+
+    def build(v, nxt):
+        order = spine(v)
+        if linear:  # children first: each node takes the one built before it
+            done = None
+            for node in reversed(order):
+                ctor, fields = node.ctor, node.fields
+                plan, r = conv[ctor], rec1[ctor]
+                if plan or r is not None:
+                    fields = list(fields)
+                    for i, (_, b), leaf in plan:
+                        fields[i] = nxt() if leaf else b(fields[i], nxt)
+                    if r is not None:
+                        fields[r] = done
+                done = AdtValue(ctor, fields)
+            return done
+        made: dict[int, AdtValue] = {}
+        for node in reversed(order):
+            ctor = node.ctor
+            fields = list(node.fields)
+            for i, (_, b), leaf in conv[ctor]:
+                fields[i] = nxt() if leaf else b(fields[i], nxt)
+            for i in rec[ctor]:
+                fields[i] = made[id(fields[i])]
+            made[id(node)] = AdtValue(ctor, fields)
+        return made[id(v)]
+
+    slot[:] = [collect, build]
+    memo[t] = (collect, build)
+    return memo[t]
+
+
+def _tuple_walker(m: Module, t: TupleType, memo: dict):
+    parts = tuple(
+        (i, w) for i, ft in enumerate(t.fields) if (w := _make_walker(m, ft, memo)) is not None
+    )
+
+    def collect(v, ids):
+        for i, (c, _) in parts:
+            c(v[i], ids)
+
+    def build(v, nxt):
+        out = list(v)
+        for i, (_, b) in parts:
+            out[i] = b(v[i], nxt)
+        return tuple(out)
+
+    return collect, build
 
 
 def map_tensors(m: Module, value: Any, ty: Type, fn) -> Any:

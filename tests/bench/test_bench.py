@@ -130,6 +130,46 @@ def test_report_files(quick_rows, tmp_path):
     html = (tmp_path / "rep.html").read_text()
     assert "<html" in html.lower() and "Bokeh" in html
     assert (tmp_path / "rep.csv").read_text().startswith("model,size,batch")
+    summary = (tmp_path / "rep-summary.md").read_text()
+    row = next(line for line in summary.splitlines() if line.startswith("| treelstm | tiny | 2 |"))
+    a = next(
+        r
+        for r in quick_rows
+        if r["system"] == "acrobat"
+        and r["policy"] == "acrobat"
+        and r["model"] == "treelstm"
+        and r["batch"] == 2
+    )
+    assert f"({a['launches']})" in row or f"{a['launches']} (" in row
+    assert "–" in row or "(" in row  # medians with their interquartile ranges
+    assert "acrobat / min(eager policy, per-instance) =" in summary
+
+
+def test_targets_say_met_or_missed():
+    from acrobat.bench.report import targets
+
+    def row(system, policy, ms, model="treelstm", batch=64):
+        return {
+            "system": system,
+            "policy": policy,
+            "total_ms": ms,
+            "model": model,
+            "size": "small",
+            "batch": batch,
+        }
+
+    rows = [
+        row("acrobat", "acrobat", 30.0),
+        row("acrobat", "eager", 300.0),
+        row("eager-numpy", "-", 200.0),
+        row("hand-batched", "-", 35.0),
+        row("dynet-depth", "depth", 70.0),
+        row("dynet-agenda", "agenda", 50.0),
+    ]
+    text = targets(rows)
+    assert "acrobat / min(eager policy, per-instance) = 0.15 (met" in text
+    assert "DyNet best (agenda) / acrobat = 1.67 (MISSED, target >= 2.0)" in text
+    assert "acrobat / hand-batched = 0.86 (met" in text
 
 
 def test_busy_process_is_bounded_and_killed():

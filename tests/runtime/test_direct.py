@@ -7,9 +7,13 @@ import numpy as np
 import pytest
 
 import acrobat
+from acrobat.codegen.numpy_kernels import compile_numpy_kernel
+from acrobat.ir.types import FLOAT, TensorType
 from acrobat.models.data import degenerate_tree
-from acrobat.runtime.strategy import StrategyChooser
+from acrobat.runtime.direct import _one, _result, converter
+from acrobat.runtime.strategy import StrategyChooser, remeasure_at
 from acrobat.trace import HostProgramGenerated, RunSummary, ScheduleFormed
+from tests.backends.helpers import every_op_instances, every_op_program, kernel_args
 from tests.runtime.helpers import (
     FIBER_MODELS,
     MODELS,
@@ -42,6 +46,121 @@ def test_direct_equals_the_interpreter(model):
     # the same kernel calls: one DFG node each
     assert res.stats.nodes == res.stats.launches == batched.stats.nodes
     assert res.stats.mean_batch == (1.0 if res.stats.nodes else 0.0)
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("off", ["taint_specialization", "fusion"])
+def test_direct_equals_the_interpreter_without(model, off):
+    """Weights passed as values (no taint specialization: ``dense``/``embed`` by value)
+    and one op per kernel (no fusion) run per instance too."""
+    xs, refs = batch(model, 3, 1)
+    res = acrobat.run(program(model, (off,)), xs, strategy="direct")
+    assert_outputs_equal(res.outputs, refs, f"{model} without {off}")
+
+
+def test_direct_every_op():
+    """The ops and operand layouts no model uses, in the per-instance kernels."""
+    prog = every_op_program()[0]
+    xs, refs = every_op_instances(4, 0)
+    assert_outputs_equal(acrobat.run(prog, xs, strategy="direct").outputs, refs, "every op")
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_per_instance_kernels_equal_the_batched_kernels(model):
+    """Every kernel's per-instance flavour gives instance ``i``'s row of the batched
+    kernel's results: same shapes, dtypes and values (host ints and float bits as the
+    batched records carry them, plain ints and floats per instance)."""
+    prog = program(model)
+    B = 4
+    for n, kernel in enumerate(prog.kernels.values()):
+        batched = compile_numpy_kernel(kernel.function, prog.params, False).fn
+        one = compile_numpy_kernel(kernel.function, prog.params, per_instance=True).fn
+        args = kernel_args(kernel, B, n).gathered
+        outs = batched(B, *args)
+        for i in range(B):
+            mine = []
+            for (_, ty, _), a in zip(kernel.params, args):
+                if isinstance(ty, TensorType):
+                    mine.append(a[i])
+                else:
+                    mine.append(float(a.view(np.float64)[i]) if ty == FLOAT else int(a[i]))
+            got = one(*mine)
+            got = got if isinstance(got, tuple) else (got,)
+            assert len(got) == len(outs)
+            for g, o in zip(got, outs):
+                g = np.asarray(g)
+                assert g.shape == o[i].shape and g.dtype == o[i].dtype, kernel.name
+                np.testing.assert_allclose(g, o[i], rtol=1e-5, atol=1e-6, err_msg=kernel.name)
+
+
+def test_converter_plans_once_and_shares_what_holds_no_tensor():
+    """The direct strategy's value walk: lists of any length without recursion, trees,
+    tuples; results copied when kept (inputs, weights), tensor-free parts shared."""
+    m = acrobat.parse(CONVERT_SRC)
+    xs = [np.full(2, i, np.float32) for i in range(5000)]
+    long = acrobat.AdtValue("PNil", ())
+    for i in reversed(range(5000)):
+        long = acrobat.AdtValue("PCons", ((xs[i], i), long))
+    kept = {id(x) for x in xs[:2500]}  # e.g. inputs: copied; the others are handed over
+    out, got = converter(m, m.main.params[0].ty, _result(kept))(long), []
+    while out.ctor == "PCons":
+        got.append(out.fields[0])
+        out = out.fields[1]
+    assert len(got) == 5000 and all(g[1] == i for i, g in enumerate(got))
+    assert all(g[0] is not x and np.array_equal(g[0], x) for g, x in zip(got, xs[:2500]))
+    assert all(g[0] is x for g, x in zip(got[2500:], xs[2500:]))
+    assert converter(m, m.main.params[1].ty, _result(set())) is None  # no tensor inside
+    leaf = acrobat.AdtValue("Leaf", (7,))
+    tree = acrobat.AdtValue("Node", (acrobat.AdtValue("Tip", (xs[1],)), leaf))
+    tcopy = converter(m, m.main.params[2].ty, _result({id(xs[1])}))(tree)
+    assert tcopy.fields[1] is leaf  # holds no tensor: shared
+    assert tcopy.fields[0].fields[0] is not xs[1]
+    same = converter(m, m.main.params[2].ty, _one(set()))(tree)
+    assert same is tree  # inputs that are plain arrays pass as they are
+
+
+ALIAS_SRC = """
+H = Size("H", 3)
+W: Param[H]
+
+def main(x: Tensor[H]) -> tuple[Tensor[H], Tensor[H], Tensor[H], Tensor[H], Tensor[H]]:
+    y = tanh(x)
+    return x, W, y, y, W * x
+"""
+
+
+def test_direct_results_never_alias_inputs_weights_or_each_other():
+    """A kernel's fresh array is handed over as it is, once; an input or a weight passed
+    through, or one array in two places of a result, is copied."""
+    m = acrobat.parse(ALIAS_SRC)
+    p = acrobat.init_params(m, 0)
+    xs = [np.arange(3, dtype=np.float32) + i for i in range(3)]
+    for strategy in ("direct", "batched"):
+        outs = acrobat.run(acrobat.compile(m, p), xs, strategy=strategy).outputs
+        for x, out in zip(xs, outs):
+            arrays = list(out) + [x, p["W"]]
+            for i, a in enumerate(arrays):
+                assert all(not np.shares_memory(a, b) for b in arrays[i + 1 :]), strategy
+            assert_outputs_equal([out], [acrobat.evaluate(m, x, p)])
+
+
+CONVERT_SRC = """
+class Pairs(ADT):
+    PNil: ()
+    PCons: (tuple[Tensor[2], int], Pairs)
+
+class Ints(ADT):
+    INil: ()
+    ICons: (int, Ints)
+
+class T(ADT):
+    Tip: Tensor[2]
+    Leaf: int
+    Node: (T, T)
+
+def main(p: Pairs, i: Ints, t: T) -> Tensor[2]:
+    return zeros(shape=2)
+"""
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -81,6 +200,9 @@ def test_direct_program_is_generated_at_compile_time():
     assert "yield" not in src  # fiber functions are plain functions: reads are immediate
     assert "def make(" in src
     assert prog.direct_program.kernels == prog.host_program.kernels
+    # parse calls itself in tail position: a loop, not a frame per transition
+    parse = src[src.index("def f_parse(") : src.index("def f_main(")]
+    assert "while True:" in parse and "f_parse(" not in parse[len("def f_parse(") :]
 
 
 def test_direct_trace_says_which_ran():
@@ -91,7 +213,7 @@ def test_direct_trace_says_which_ran():
     assert "asked for" in summary["strategy_reason"]
     # the summary is the run's whole statistics, BLAS thread facts included
     assert summary == dict(res.stats) and summary["threads"]
-    assert "K0(1" in res.trace.of(HostProgramGenerated)[0].source
+    assert "= K0(" in res.trace.of(HostProgramGenerated)[0].source
     assert not res.trace.of(ScheduleFormed)
     off = acrobat.run(program("birnn"), xs, strategy="direct", trace_level="off")
     assert len(off.trace) == 0
@@ -202,17 +324,15 @@ def test_auto_measures_both_then_runs_the_faster():
     prog = fresh("birnn")
     xs, refs = batch("birnn", 8, 0)
     seen = []
-    for _ in range(6):
+    for _ in range(8):
         res = acrobat.run(prog, xs, trace_level="off")
         assert_outputs_equal(res.outputs, refs)
         seen.append((res.stats.strategy, res.stats.strategy_reason))
-    assert [s for s, _ in seen[:3]] == ["batched", "batched", "direct"]
+    assert [s for s, _ in seen[:5]] == ["batched", "batched", "direct", "batched", "direct"]
     assert "warm-up" in seen[0][1]
-    assert "measuring batched at batch sizes 8-15" in seen[1][1]
-    assert "measuring direct" in seen[2][1]
-    chosen = {s for s, _ in seen[3:]}
-    assert len(chosen) == 1  # settled: the best run of each decides
-    assert all("per kernel call vs" in why for _, why in seen[3:])
+    assert "measuring batched at batch sizes 8-15 (run 1 of 2" in seen[1][1]
+    assert "measuring direct at batch sizes 8-15 (run 2 of 2" in seen[4][1]
+    assert all("per kernel call vs" in why for _, why in seen[5:])
     # another batch-size range is measured on its own
     res = acrobat.run(prog, xs[:2], trace_level="off")
     assert res.stats.strategy == "batched"
@@ -252,32 +372,87 @@ def test_forcing_either_strategy():
         assert_outputs_equal(res.outputs, refs)
 
 
-def test_chooser_rule():
-    """The rule on made-up times: warm-up, batched, direct, then the lower per call."""
-    c = StrategyChooser()
-    args = ("acrobat", "numpy", "off", None)
+class FakeRuns:
+    """A chooser driven by made-up costs (ms per run of 100 kernel calls): no clock."""
 
-    def step(ms, nodes=100):
-        how, why, group = c.choose("auto", *args, 8)
-        c.observe(group, how, ms[how], nodes)
+    ARGS = ("acrobat", "numpy", "off", None)
+
+    def __init__(self):
+        self.c = StrategyChooser()
+
+    def step(self, ms: dict, n: int = 8, strategy: str = "auto"):
+        how, why, group = self.c.choose(strategy, *self.ARGS, n)
+        self.c.observe(group, how, ms[how], 100)
         return how, why
 
+    def steps(self, ms: dict, k: int) -> list[str]:
+        return [self.step(ms)[0] for _ in range(k)]
+
+
+def test_chooser_measures_each_twice_then_runs_the_cheaper():
+    f = FakeRuns()
     times = {"batched": 2.0, "direct": 1.0}
-    assert step(times)[0] == "batched"  # warm-up
-    assert step(times)[0] == "batched"
-    assert step(times)[0] == "direct"
-    how, why = step(times)
+    assert f.step(times)[0] == "batched"  # warm-up
+    assert f.steps(times, 4) == ["batched", "direct", "batched", "direct"]
+    how, why = f.step(times)
     assert how == "direct"
     assert why == (
         "auto: direct took 10.0 us per kernel call vs 20.0 for batched at batch sizes 8-15 "
-        "(best measured run of each)"
+        "(best of the last 3 measured runs of each)"
     )
-    # a faster batched run (forced) changes the choice
-    how, _, group = c.choose("batched", *args, 9)
-    c.observe(group, how, 0.5, 100)
-    assert c.choose("auto", *args, 12)[0] == "batched"
     # other ranges are measured apart; traced runs stay batched
-    assert "measuring batched" in c.choose("auto", *args, 16)[1]
-    traced = c.choose("auto", "acrobat", "numpy", "batches", None, 8)
+    assert "measuring batched" in f.c.choose("auto", *FakeRuns.ARGS, 16)[1]
+    traced = f.c.choose("auto", "acrobat", "numpy", "batches", None, 8)
     assert traced[0] == "batched" and "untraced" in traced[1]
-    assert c.choose("auto", "acrobat", "numpy", "off", None, 1)[1].endswith("batch size 1")
+    assert "at batch size 1 (" in f.c.choose("auto", *FakeRuns.ARGS, 1)[1]
+
+
+def test_one_slow_run_does_not_decide():
+    """A cold first direct run (5x slower) is outweighed by its second run."""
+    f = FakeRuns()
+    f.step({"batched": 2.0, "direct": 1.0})
+    f.step({"batched": 2.0, "direct": 1.0})  # batched
+    f.step({"batched": 2.0, "direct": 10.0})  # direct, cold
+    assert f.steps({"batched": 2.0, "direct": 1.0}, 2) == ["batched", "direct"]
+    assert f.step({"batched": 2.0, "direct": 1.0})[0] == "direct"
+
+
+def test_the_loser_is_re_measured_at_powers_of_two():
+    f = FakeRuns()
+    times = {"batched": 2.0, "direct": 1.0}
+    f.steps(times, 5)  # warm-up and two runs of each
+    ran = f.steps(times, 64)
+    losers = [i + 1 for i, how in enumerate(ran) if how == "batched"]
+    assert losers == [4, 8, 16, 32, 64]  # the n-th run since the choice
+    assert [n for n in range(1, 2000) if remeasure_at(n)][-4:] == [1024, 1280, 1536, 1792]
+    f.c.choose("auto", *FakeRuns.ARGS, 8)  # choose alone changes nothing
+    how, why = f.c.choose("auto", *FakeRuns.ARGS, 8)[:2]
+    assert how == "direct"
+
+
+def test_a_changed_load_flips_the_choice_both_ways():
+    f = FakeRuns()
+    f.steps({"batched": 2.0, "direct": 1.0}, 5)
+    assert f.steps({"batched": 2.0, "direct": 1.0}, 2) == ["direct", "direct"]
+    # the winner slows down for good: its fast runs leave the window of 3, the other runs
+    # (the 4th run since the choice re-measures batched on the way)
+    slow = {"batched": 2.0, "direct": 3.0}
+    assert f.steps(slow, 5) == ["direct", "batched", "direct", "direct", "batched"]
+    assert f.steps(slow, 2) == ["batched", "batched"]
+    # the loser speeds up: seen when it is re-measured (the 4th run since the choice)
+    fast = {"batched": 2.0, "direct": 0.5}
+    how, why = f.step(fast)
+    assert how == "direct" and why.startswith("auto: re-measuring direct (run 4 since the choice")
+    assert f.steps(fast, 2) == ["direct", "direct"]
+    assert f.step(fast)[1].startswith("auto: direct took 5.0 us per kernel call vs 20.0")
+
+
+def test_forced_runs_count_in_their_group():
+    f = FakeRuns()
+    times = {"batched": 2.0, "direct": 1.0}
+    f.steps(times, 5)
+    assert f.step(times)[0] == "direct"
+    for _ in range(3):  # forced batched runs, now faster than direct
+        f.step({"batched": 0.5, "direct": 1.0}, strategy="batched")
+    how, why = f.step(times)
+    assert how == "batched" and why.startswith("auto: batched took 5.0 us")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 
+import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -142,3 +143,32 @@ def test_tail_calls_do_not_grow_the_fiber_stack():
         res = acrobat.run(program("stackrnn"), xs)
     assert_outputs_equal(res.outputs, refs, "stackrnn")
     assert deepest[0] <= 2  # main -> parse; each parse step replaces the last
+
+
+LOOP_SRC = """
+H = Size("H", 3)
+W: Param[H, H]
+
+def f(x: Tensor[H], flag: bool) -> Tensor[H]:
+    for i in range(3):
+        x = tanh(dense(x, W)) if flag else sigmoid(x)
+    return x
+
+def main(x: Tensor[H]) -> Tensor[H]:
+    return f(x, item(sum(x)) > 0.0)
+"""
+
+
+def test_a_fiber_function_whose_only_yield_was_a_self_tail_call_stays_a_generator():
+    """A loop whose branch depends on a tensor value is a fiber function; its self tail
+    call is a loop, so nothing in it yields any more, and it must still be a generator
+    (the fuzzer found a program that sent to a tuple)."""
+    m = acrobat.parse(LOOP_SRC)
+    p = acrobat.init_params(m, 0)
+    prog = acrobat.compile(m, p)
+    loops = [f for f in prog.host_program.fibers if f.endswith("_loop1")]
+    assert loops, prog.host_program.fibers
+    rng = np.random.default_rng(0)
+    xs = [rng.standard_normal(3).astype(np.float32) for _ in range(6)]
+    refs = [acrobat.evaluate(m, x, p) for x in xs]
+    assert_outputs_equal(acrobat.run(prog, xs, strategy="batched").outputs, refs, "loop fiber")
