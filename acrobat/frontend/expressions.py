@@ -36,7 +36,6 @@ from acrobat.ir.nodes import (
     Var,
 )
 from acrobat.ir.ops import REGISTRY
-from acrobat.ir.traversal import walk
 from acrobat.ir.typecheck import FunctionInference
 from acrobat.ir.types import FLOAT, INT, AdtType, ScalarType, TensorType, TupleType, Type
 
@@ -380,26 +379,7 @@ class ExprLowerer:
                     self.span(a),
                     hint="parallel(cell(left), cell(right))",
                 )
-            call = self.expr(a)
-            inner = next(
-                (
-                    x
-                    for arg in call.args
-                    for x in walk(arg)
-                    if isinstance(x, (FnCall, Map, Parallel))
-                ),
-                None,
-            )
-            if inner is not None:
-                # the call waits for that inner call: the calls are not independent
-                raise AcrobatSyntaxError(
-                    f"parallel(...) over dependent calls: {ast.unparse(a)} waits for a call "
-                    "in its own arguments",
-                    self.span(a),
-                    hint="bind the inner call first (y = g(x)), then parallel(f(y), ...); "
-                    "independent calls need no parallel(...): the compiler finds them",
-                )
-            calls.append(call)
+            calls.append(self.expr(a))
         if len(calls) < 2:
             raise AcrobatSyntaxError("parallel(...) needs at least two calls", sp)
         return Parallel(tuple(calls), span=sp)

@@ -1,12 +1,12 @@
 """InferIndependence, the independence analysis, host-only costs and the parallel check."""
 
+import numpy as np
 import pytest
 
 import acrobat
 from acrobat import models
 from acrobat.analysis.branch_costs import BranchCosts, host_only
 from acrobat.analysis.independence import block_deps, independent_steps
-from acrobat.errors import AcrobatSyntaxError
 from acrobat.ir.nodes import Let
 from acrobat.ir.traversal import walk
 from acrobat.passes.options import CompileOptions
@@ -78,11 +78,22 @@ def test_independent_calls_and_host_only_costs():
     assert costs.function("app") == 0  # records no kernel, though recursive
 
 
-def test_parallel_over_dependent_calls_is_an_error():
+def test_a_call_inside_a_parallel_arm_belongs_to_that_arm():
+    # arms cannot name each other's results, so they never depend on each other; a call in
+    # an arm's arguments runs first, as part of that arm (found by the fuzzer: valid code)
     src = CHAIN.replace("    a = f(x)\n    b = g(x)\n", "    a, b = parallel(f(x), g(f(x)))\n")
-    with pytest.raises(AcrobatSyntaxError, match="dependent calls") as err:
-        acrobat.parse(src)
-    assert ":19:" in str(err.value)  # the line of the parallel
+    m = acrobat.parse(src)
+    seq = acrobat.parse(
+        CHAIN.replace("    a = f(x)\n    b = g(x)\n", "    a = f(x)\n    b = g(f(x))\n")
+    )
+    params = acrobat.init_params(m, seed=0)
+    xs = [(np.full(4, 0.5, np.float32), n) for n in (0, 2)]
+    for strategy in ("batched", "direct"):
+        res = acrobat.run(acrobat.compile(m, params), xs, strategy=strategy)
+        for x, y in zip(xs, res.outputs):
+            want = acrobat.evaluate(seq, x, params)
+            assert acrobat.values_equal(acrobat.evaluate(m, x, params), want)
+            assert acrobat.values_equal(y, want, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["treelstm_childsum", "stackrnn", "drnn", "birnn"])
