@@ -142,13 +142,16 @@ def run_acrobat(
     for k in metrics:
         row.update(row_fields(k, m.spread("run", k)))
     row.update(load_fields(m.load), **blas_fields(st))
+    # the schedule's facts from the traced run (batched unless strategy="direct" was
+    # forced): a measured run may have been direct, whose "launches" are kernel calls
+    sched = res.stats
     row.update(
-        launches=st["launches"],
-        nodes=st["nodes"],
-        mean_batch=st["mean_batch"],
-        lower_bound=st["lower_bound"],
-        passes=st["passes"],
-        peak_bytes=st["peak_arena_bytes"],
+        launches=sched["launches"],
+        nodes=sched["nodes"],
+        mean_batch=sched["mean_batch"],
+        lower_bound=sched["lower_bound"],
+        passes=sched["passes"],
+        peak_bytes=sched["peak_arena_bytes"],
         flops=flops,
         gflops=flops / (row["total_ms"] * 1e6) if row["total_ms"] else 0.0,
         gen_sched_share=(row["gen_ms"] + row["sched_ms"]) / row["total_ms"]

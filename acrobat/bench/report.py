@@ -130,10 +130,12 @@ def summary(rows: list[dict]) -> str:
             continue
         best = cols.get("dynet-best")
         dyn = f"{_cell(best)} {best['policy']}" if best else "–"
+        # a direct run has no kernel timer: its host share is not measured
+        host = "–" if a.get("strategy") == "direct" else f"{100 * a.get('host_share', 0):.0f}%"
         lines.append(
             f"| {m} | {size} | {b} | {_cell(a)} | {a.get('strategy_runs', a.get('strategy', ''))} | "
             f"{a.get('launches', '')} ({a.get('lower_bound', '')}) | "
-            f"{100 * a.get('host_share', 0):.0f}% | {_cell(cols.get('dynet-depth'))} | "
+            f"{host} | {_cell(cols.get('dynet-depth'))} | "
             f"{_cell(cols.get('eager'))} | {_cell(cols.get('eager-numpy'))} | "
             f"{_cell(cols.get('hand-batched'))} | {_cell(cols.get('torch-eager'))} | {dyn} |"
         )

@@ -30,7 +30,9 @@ def test_quick_paper_grid_is_complete(quick_rows):
         assert any(r["system"] == "eager-numpy" for r in rs)
         for r in rs:
             if r["system"] == "acrobat" and r["strategy"] == "direct":  # strategy="auto" chose it
-                assert r["policy"] == "acrobat" and r["launches"] == r["nodes"] > 0
+                assert r["policy"] == "acrobat" and "direct" in r["strategy_runs"]
+                # the schedule's facts still come from the (batched) traced run
+                assert r["launches"] >= r["lower_bound"] > 0
                 assert r["total_ms"] > 0 and r["flops"] > 0
             elif r["system"] == "acrobat":
                 assert r["strategy"] == "batched"
