@@ -26,16 +26,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from acrobat.codegen.host import _Gen, fn, v
+from acrobat.codegen.host import _Gen, calls_itself_in_tail, fn, v
 from acrobat.ir.nodes import (
     Expr,
     FnCall,
     Function,
-    If,
     KernelCall,
-    Let,
     Map,
-    Match,
     Module,
     OpCall,
     Parallel,
@@ -70,7 +67,7 @@ class _DirectGen(_Gen):
         if any(isinstance(e, KernelCall) for e in walk(f.body)):
             self.emit(2, "nonlocal nk")
         self.is_fiber = False
-        self.looping = f if _calls_itself_in_tail(f) else None
+        self.looping = f if calls_itself_in_tail(f) else None
         if self.looping is None:
             self.tail(f.body, 2)
             return
@@ -138,22 +135,6 @@ class _DirectGen(_Gen):
         extra = "".join(", " + self.atom(a) for a in e.extra)
         xs = self.atom(e.xs)
         self.emit(ind, f"{target} = from_list([{fn(e.fn)}(x{extra}) for x in to_list({xs})])")
-
-
-def _calls_itself_in_tail(f: Function) -> bool:
-    """Whether ``f`` calls itself in tail position (through blocks, branches, matches)."""
-    stack = [f.body]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Let):
-            stack.append(e.body)
-        elif isinstance(e, If):
-            stack.extend((e.then, e.orelse))
-        elif isinstance(e, Match):
-            stack.extend(c.body for c in e.clauses)
-        elif isinstance(e, FnCall) and e.fn == f.name:
-            return True
-    return False
 
 
 def generate_direct(m: Module) -> DirectProgram:

@@ -164,6 +164,15 @@ def _tails(e: Expr):
             yield e
 
 
+def calls_itself_in_tail(f: Function) -> bool:
+    """Whether ``f`` calls itself in tail position (through blocks, branches and matches):
+    the generated programs run such calls as a loop instead of a call."""
+    return any(
+        isinstance(e, FnCall) and e.fn == f.name and len(f.params) == len(e.args)
+        for e in _tails(f.body)
+    )
+
+
 class _Gen:
     def __init__(
         self,
@@ -205,10 +214,7 @@ class _Gen:
         self.is_fiber = f.name in self.fibers
         self.read_only = _read_only(f.body) if self.independence else frozenset()
         self.current = f
-        self.loops = any(
-            isinstance(e, FnCall) and e.fn == f.name and len(f.params) == len(e.args)
-            for e in _tails(f.body)
-        )
+        self.loops = calls_itself_in_tail(f)
         # a fiber function is a generator even when nothing in it yields (its self tail
         # calls, which would, are a loop)
         if self.is_fiber and (self.loops or not any(_yields(e, self.fibers) for e in walk(f.body))):

@@ -79,8 +79,7 @@ def _result(kept: set):
 def converter(m: Module, ty: Type, leaf, memo: dict | None = None):
     """``conv(value)``: a value of type ``ty`` with every tensor ``x`` of type ``t``
     replaced by ``leaf(t)(x)``, or None when values of ``ty`` hold no tensor (they pass as
-    they are). What :func:`acrobat.runtime.values.map_tensors` does, planned once per
-    type instead of per value: per constructor, which fields are the recursive spine
+    they are), planned once per type instead of walked generically per value: per constructor, which fields are the recursive spine
     (walked with an explicit stack, so any depth works) and which hold tensors. A node
     none of whose fields changed is kept (parts without tensors are shared)."""
     memo = {} if memo is None else memo

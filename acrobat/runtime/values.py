@@ -205,20 +205,6 @@ def _tuple_walker(m: Module, t: TupleType, memo: dict):
     return collect, build
 
 
-def map_tensors(m: Module, value: Any, ty: Type, fn) -> Any:
-    """``value`` with every tensor ``x`` (of type ``t``) replaced by ``fn(x, t)``: how the
-    direct strategy turns inputs into ``[1, *shape]`` arrays and results back."""
-
-    def conv(v, t):
-        if isinstance(t, TensorType):
-            return fn(v, t)
-        if isinstance(t, TupleType):
-            return tuple(conv(x, ft) for x, ft in zip(v, t.fields))
-        return _map_adt(m, v, t, conv)
-
-    return conv(value, ty)
-
-
 def _map_adt(m: Module, v, t, conv):
     """Rebuild an ADT value with ``conv`` applied to its non-recursive fields.
 
