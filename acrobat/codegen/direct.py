@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from acrobat.codegen.host import _Gen, calls_itself_in_tail, fn, v
+from acrobat.codegen.host import LOOP_LIMIT, LOOP_MESSAGE, _Gen, calls_itself_in_tail, fn, v
 from acrobat.ir.nodes import (
     Expr,
     FnCall,
@@ -71,8 +71,9 @@ class _DirectGen(_Gen):
         if self.looping is None:
             self.tail(f.body, 2)
             return
-        self.emit(2, "while True:  # its calls of itself in tail position")
+        self.emit(2, f"for _ in range({LOOP_LIMIT}):  # its calls of itself in tail position")
         self.tail(f.body, 3)
+        self.emit(2, f"raise RecursionError({LOOP_MESSAGE!r})")
 
     def tail_value(self, e: Expr, ind: int) -> None:
         """Return the value of a tail expression (no depth in the direct program); a call

@@ -164,6 +164,12 @@ def _tails(e: Expr):
             yield e
 
 
+LOOP_LIMIT = 1 << 22
+"""Iterations of a self tail call loop before the run stops with an error (a program that
+calls itself forever would otherwise never return; recursion stopped at 200,000 frames)."""
+LOOP_MESSAGE = f"a function called itself in tail position more than {LOOP_LIMIT} times"
+
+
 def calls_itself_in_tail(f: Function) -> bool:
     """Whether ``f`` calls itself in tail position (through blocks, branches and matches):
     the generated programs run such calls as a loop instead of a call."""
@@ -221,8 +227,10 @@ class _Gen:
             self.emit(2, "if False:")
             self.emit(3, "yield")
         if self.loops:
-            self.emit(2, "while True:")
+            self.emit(2, f"for _ in range({LOOP_LIMIT}):  # its calls of itself in tail position")
         self.tail(f.body, 3 if self.loops else 2)
+        if self.loops:  # the body returns or continues: only a runaway loop gets here
+            self.emit(2, f"raise RecursionError({LOOP_MESSAGE!r})")
         self.current, self.loops = None, False
 
     def tail(self, e: Expr, ind: int) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from acrobat.backends import get_backend
+from acrobat.codegen.host import LOOP_MESSAGE
 from acrobat.codegen.records import ARGS, INST, OUT, STRIDE, float_bits
 from acrobat.errors import AcrobatNameError, InstanceError
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
@@ -585,5 +586,10 @@ def run(
         return runtime.run(
             instances, policy, trace_level, memory_limit, strategy=strategy, threads=threads
         )
-    except RecursionError:
+    except RecursionError as err:
+        if str(err) == LOOP_MESSAGE:  # a runaway loop (the program calls itself forever)
+            raise InstanceError(
+                f"an instance does not finish: {err}",
+                hint="check the condition that ends the recursion",
+            ) from None
         raise InstanceError("an instance is nested too deeply for the host program") from None

@@ -216,3 +216,36 @@ def test_auto_backend_falls_back_to_numpy_without_a_gpu():
     res = acrobat.run(program("treelstm"), xs, backend="auto")
     assert_outputs_equal(res.outputs, refs)
     assert res.stats["backend"] == "numpy"
+
+
+RUNAWAY = """
+H = Size("H", 4)
+W: Param[H, H]
+
+def spin(x: Tensor[H], n: int) -> Tensor[H]:
+    if n > 100:
+        return tanh(dense(x, W))
+    return spin(x, n)
+
+def main(x: Tensor[H], n: int) -> Tensor[H]:
+    return spin(x, n)
+"""
+
+
+@pytest.mark.parametrize("strategy", ["batched", "direct"])
+def test_a_program_that_calls_itself_forever_stops_with_a_typed_error(strategy, monkeypatch):
+    import acrobat.codegen.direct as direct_gen
+    import acrobat.codegen.host as host_gen
+
+    # a self tail call is a loop; a runaway one stops after LOOP_LIMIT steps (fewer here)
+    monkeypatch.setattr(host_gen, "LOOP_LIMIT", 1000)
+    monkeypatch.setattr(direct_gen, "LOOP_LIMIT", 1000)
+    m = acrobat.parse(RUNAWAY)
+    params = acrobat.init_params(m, seed=0)
+    prog = acrobat.compile(m, params)
+    x = np.ones(4, np.float32)
+    ok = acrobat.run(prog, [(x, 101)], strategy=strategy).outputs[0]
+    assert acrobat.values_equal(ok, acrobat.evaluate(m, (x, 101), params), rtol=1e-5, atol=1e-6)
+    with pytest.raises(acrobat.InstanceError, match="does not finish") as err:
+        acrobat.run(prog, [(x, 101), (x, 3)], strategy=strategy)
+    assert "ends the recursion" in str(err.value)
