@@ -7,7 +7,8 @@ their own shapes, no batch axis), with no records, no DFG, no schedule and no ar
 (``item``/``argmax``) reads the array it holds, so no function needs to be a generator:
 fiber functions become plain functions. Depths, ghost ops and phases only order the
 batched schedule and are dropped. ``parallel``/``map`` calls run one after the other. A
-function's calls of itself in tail position are a loop (no frame per step, no depth limit).
+function's calls of itself in tail position are a loop (no frame per step; a runaway loop
+stops after ``LOOP_LIMIT`` steps, as in the host program).
 
 The generated ``make(K0, K1, ..., np, AdtValue, to_list, from_list, WEIGHTS)`` takes the
 kernels as ``fn(*args) -> result`` for one instance (a tuple only for a kernel returning
