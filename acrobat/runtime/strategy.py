@@ -29,6 +29,9 @@ instances' shapes and this machine, so ``auto`` measures instead of guessing.
 * Re-measuring: the other strategy (the loser) runs again at the 4th, 8th, 16th, ...
   run since the choice was last made or changed (then every :data:`MAX_GAP`-th run), so
   a change that favours the loser flips the choice; this costs about log2(n) of n runs.
+  A loser more than :data:`FAR` times the winner's cost (TreeLSTM's direct program at
+  batch 8: ~4x) is re-measured every :data:`MAX_GAP`-th run only: a busy machine moved
+  costs by 1.4x here, and each re-measure of a far loser costs several winning runs.
 * Every run, forced ones included, adds its time to its group, and after each the
   choice is recomputed.
 
@@ -56,12 +59,15 @@ def _group_name(lo: int) -> str:
 MIN_RUNS = 2  # measured runs of each strategy before choosing
 WINDOW = 3  # a strategy's cost: the best of its last WINDOW measured runs
 MAX_GAP = 256  # re-measure the loser at least every MAX_GAP runs
+FAR = 3.0  # a loser this many times the winner's cost is re-measured every MAX_GAP runs only
 
 
-def remeasure_at(n: int) -> bool:
+def remeasure_at(n: int, far: bool = False) -> bool:
     """Whether the ``n``-th run since the choice (1-based) re-measures the loser: 4, 8,
-    16, ... up to :data:`MAX_GAP`, then every :data:`MAX_GAP`-th."""
-    if n >= MAX_GAP:
+    16, ... up to :data:`MAX_GAP`, then every :data:`MAX_GAP`-th; a loser ``far`` behind
+    (more than :data:`FAR` times the winner's cost: no change of load makes up for that)
+    every :data:`MAX_GAP`-th only."""
+    if n >= MAX_GAP or far:
         return n % MAX_GAP == 0
     return n >= 4 and n & (n - 1) == 0
 
@@ -134,7 +140,7 @@ class StrategyChooser:
             f"{g.cost(win) * 1e3:.1f} us per kernel call vs {g.cost(lose) * 1e3:.1f} for "
             f"{lose} at {where} (best of the last {WINDOW} measured runs of each)"
         )
-        if remeasure_at(g.since + 1):
+        if remeasure_at(g.since + 1, far=g.cost(lose) > FAR * g.cost(win)):
             return (
                 lose,
                 f"auto: re-measuring {lose} (run {g.since + 1} since the choice; {win} took "

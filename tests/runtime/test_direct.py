@@ -430,6 +430,15 @@ def test_the_loser_is_re_measured_at_powers_of_two():
     assert how == "direct"
 
 
+def test_a_far_loser_is_re_measured_rarely():
+    f = FakeRuns()
+    times = {"batched": 1.0, "direct": 4.0}  # direct 4x the cost: more than FAR
+    f.steps(times, 5)
+    ran = f.steps(times, 600)
+    assert [i + 1 for i, how in enumerate(ran) if how == "direct"] == [256, 512]
+    assert remeasure_at(4) and not remeasure_at(4, far=True) and remeasure_at(512, far=True)
+
+
 def test_a_changed_load_flips_the_choice_both_ways():
     f = FakeRuns()
     f.steps({"batched": 2.0, "direct": 1.0}, 5)
