@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import graphviz
 from bokeh.palettes import Category20, viridis
 
+from acrobat.codegen.records import STRIDE
 from acrobat.trace import NodeRecorded, Trace
 
 FOLD_ABOVE = 150
@@ -107,7 +108,8 @@ def _palette(records: list[NodeRecorded], color_by: str):
         cycle = Category20[20]
         colors = {value: cycle[n % len(cycle)] for n, value in enumerate(values)}
     shown = values if len(values) <= 24 else values[:: max(1, len(values) // 24)]
-    return colors, tuple((f"{color_by} {value}", colors[value]) for value in shown)
+    text = depth_text if color_by == "depth" else str
+    return colors, tuple((f"{color_by} {text(value)}", colors[value]) for value in shown)
 
 
 def _node(node_id, members, color_by, colors, key) -> DfgNode:
@@ -117,14 +119,21 @@ def _node(node_id, members, color_by, colors, key) -> DfgNode:
     shades = {colors[getattr(m, color_by)] for m in members}
     color = shades.pop() if len(shades) == 1 else MIXED
     if key is _by_node:
-        label = f"{first.kernel}\n#{first.node} · d{first.depth} · b{first.batch}"
+        label = f"{first.kernel}\n#{first.node} · d{depth_text(first.depth)} · b{first.batch}"
     else:
         label = f"{first.kernel} ×{len(members)}\nd{_span(depths)} · b{_span(batches)}"
     return DfgNode(node_id, label, color, len(members), first.kernel, depths, batches)
 
 
+def depth_text(depth: int) -> str:
+    """A depth as the views print it: the phase's last level (where a kernel whose result
+    is only read on the host records, ``STRIDE - 1``) reads "last"."""
+    return "last" if depth == STRIDE - 1 else str(depth)
+
+
 def _span(values: tuple[int, ...]) -> str:
-    return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
+    first, last = depth_text(values[0]), depth_text(values[-1])
+    return first if len(values) == 1 else f"{first}–{last}"
 
 
 def layout_direction(model: DfgModel) -> str:

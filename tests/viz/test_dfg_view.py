@@ -2,6 +2,7 @@
 
 import pytest
 
+import acrobat
 from acrobat.trace import NodeRecorded, Trace
 from acrobat.viz.dfg_view import (
     MIXED,
@@ -108,3 +109,16 @@ def test_wide_shallow_graphs_are_laid_out_left_to_right(treelstm):
     ]
     wide = dfg_model(Trace(chains), 0)
     assert layout_direction(wide) == "LR" and "rankdir=LR" in dfg_graph(wide).source
+
+
+def test_a_decision_node_on_the_last_level_reads_last():
+    from acrobat.codegen.records import STRIDE
+    from acrobat.viz.dfg_view import depth_text
+
+    assert depth_text(STRIDE - 1) == "last" and depth_text(7) == "7"
+    spec = acrobat.models.load("stackrnn", "tiny")
+    prog = acrobat.compile(spec.module, spec.params)
+    res = acrobat.run(prog, spec.instances(3), trace_level="nodes", strategy="batched")
+    model = dfg_model(res.trace, instance=0, fold_above=10**6)
+    labels = "\n".join(n.label for n in model.nodes)
+    assert "dlast" in labels and str(STRIDE - 1) not in labels
