@@ -8,12 +8,15 @@ import time
 from typing import Any
 
 import acrobat
+from acrobat.baselines.measure import measure
 from acrobat.baselines.peers.runner import run_dynet, run_torch
 from acrobat.bench.harness import (
+    ACROBAT_METRICS,
+    Case,
+    acrobat_case,
+    baseline_case,
     bench_instances,
     finite,
-    run_acrobat,
-    run_baseline,
     sgemm_limit,
 )
 from acrobat.models import MODEL_NAMES
@@ -56,24 +59,47 @@ def configs(kind: str, args) -> list[tuple]:
 
 
 def run_grid(kind: str, args) -> list[dict[str, Any]]:
+    """Every configuration of the grid -> rows. The acrobat and NumPy-baseline
+    configurations of one (model, size, batch) are measured together, interleaved
+    (``acrobat.measure``: A B C A B C ...), so load that comes and goes hits them alike;
+    the peers (PyTorch, DyNet in its own process) are measured after them."""
     quick = getattr(args, "quick", False)
     runs = args.runs or (1 if quick else 7)
     warmup = 1 if quick else 2
     rows: list[dict[str, Any]] = [sgemm_limit(512 if quick else 2048)]
     todo = configs(kind, args)
+    groups: dict[tuple, list[tuple]] = {}
+    for c in todo:
+        groups.setdefault(c[1:4], []).append(c)
     t0 = time.perf_counter()
-    for i, (what, m, s, b, p, disable) in enumerate(todo):
-        _progress(
-            i, len(todo), f"{m} {s} b{b} {p} {'-' + ','.join(disable) if disable else ''}", t0
-        )
-        if what == "acrobat":
-            rows.append(run_acrobat(m, s, b, p, "numpy", disable, runs, warmup))
-        elif what == "baseline":
-            row = run_baseline(p, m, s, b, runs, warmup)
-            if row is not None:
-                rows.append(row)
-        else:
-            rows.append(_peer_row(p, m, s, b, runs, warmup))
+    done = 0
+    for (m, s, b), group in groups.items():
+        _progress(done, len(todo), f"{m} {s} b{b} ({len(group)} configurations)", t0)
+        cases: dict[str, Case] = {}
+        order: list[str] = []
+        for what, _, _, _, p, disable in group:
+            name = f"{what}:{p}:{','.join(disable)}"
+            order.append(name)
+            if what == "acrobat":
+                cases[name] = acrobat_case(m, s, b, p, "numpy", disable)
+            elif what == "baseline":
+                case = baseline_case(p, m, s, b)
+                if case is not None:
+                    cases[name] = case
+        if cases:
+            meas = measure(
+                {n: c.fn for n, c in cases.items()},
+                repeats=runs,
+                warmup=warmup,
+                metrics=ACROBAT_METRICS,
+            )
+            rows.extend(cases[n].row(meas, n) for n in order if n in cases)
+        cases.clear()  # free the group's programs before the peers and the next group
+        for what, _, _, _, p, _ in group:
+            if what == "peer":
+                _progress(done, len(todo), f"{m} {s} b{b} {p}", t0)
+                rows.append(_peer_row(p, m, s, b, runs, warmup))
+        done += len(group)
     _progress(len(todo), len(todo), "done", t0)
     return rows
 

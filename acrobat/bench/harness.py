@@ -1,4 +1,4 @@
-"""Measuring one configuration with the shared protocol (``acrobat.measure``): warm-up
+"""Measuring configurations with the shared protocol (``acrobat.measure``): warm-up
 runs, then N runs; every time is the median with its spread (``*_q1_ms``, ``*_q3_ms``,
 ``*_min_ms``, ``*_max_ms``), and every row records the machine's load (``load_avg``,
 ``cpu_busy``, ``other_busy``) and the BLAS that ran with its threads (``blas``,
@@ -21,6 +21,8 @@ import os
 import statistics
 import time
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -73,6 +75,28 @@ def blas_fields(stats=None) -> dict[str, Any]:
     }
 
 
+@dataclass
+class Case:
+    """One configuration ready to measure: ``fn`` runs it once; ``row(m, name)`` makes its
+    row from a :class:`~acrobat.baselines.measure.Measurement` where it was measured under
+    ``name`` (alone, or interleaved with the other configurations of a grid row)."""
+
+    fn: Callable[[], Any]
+    row: Callable[[Any, str], dict[str, Any]]
+    metrics: tuple[str, ...] | None = None
+
+
+ACROBAT_METRICS = (
+    "gen_ms",
+    "sched_ms",
+    "exe_ms",
+    "total_ms",
+    "kernel_ms",
+    "host_share",  # as RunStats defines them: host = total - kernel time
+    "host_us_per_launch",
+)
+
+
 def run_acrobat(
     model: str,
     size: str,
@@ -89,6 +113,27 @@ def run_acrobat(
 ) -> dict[str, Any]:
     """One acrobat configuration -> one row (``threads``, ``strategy``: as
     ``acrobat.run``'s)."""
+    case = acrobat_case(
+        model, size, batch, policy, backend, disable, seed, decisions, threads, strategy
+    )
+    m = measure({"run": case.fn}, repeats=runs, warmup=warmup, metrics=case.metrics)
+    return case.row(m, "run")
+
+
+def acrobat_case(
+    model: str,
+    size: str,
+    batch: int,
+    policy: str,
+    backend: str = "numpy",
+    disable: tuple[str, ...] = (),
+    seed: int = 0,
+    decisions: str = "tensor",
+    threads: int | None = None,
+    strategy: str = "auto",
+) -> Case:
+    """An acrobat configuration compiled, run once traced (FLOPs, schedule facts,
+    checksum) and ready to measure."""
     spec = acrobat.models.load(model, size, decisions=decisions)
     xs = bench_instances(spec, batch, seed)
     t = time.perf_counter()
@@ -98,16 +143,7 @@ def run_acrobat(
         prog, xs, policy=policy, backend=backend, threads=threads, strategy=strategy
     )
     flops = executed_flops(prog, res)
-    metrics = (
-        "gen_ms",
-        "sched_ms",
-        "exe_ms",
-        "total_ms",
-        "kernel_ms",
-        "host_share",  # as RunStats defines them: host = total - kernel time
-        "host_us_per_launch",
-    )
-
+    metrics = ACROBAT_METRICS
     ran: list[str] = []  # the strategy of every run (auto may re-measure the other)
 
     def one_run():
@@ -123,53 +159,63 @@ def run_acrobat(
         ran.append(st["strategy"])
         return st
 
-    m = measure(one_run, repeats=runs, warmup=warmup, metrics=metrics)
-    counts = Counter(ran[warmup:])
-    st = m.results["run"]
-    row: dict[str, Any] = {
-        "system": "acrobat",
-        "model": model,
-        "size": size,
-        "batch": batch,
-        "policy": policy,
-        "backend": backend,
-        "disabled": ",".join(disable),
-        "decisions": decisions,
-        "seed": seed,
-        "runs": runs,
-        "compile_ms": compile_ms,
-    }
-    for k in metrics:
-        row.update(row_fields(k, m.spread("run", k)))
-    row.update(load_fields(m.load), **blas_fields(st))
-    # the schedule's facts from the traced run (batched unless strategy="direct" was
-    # forced): a measured run may have been direct, whose "launches" are kernel calls
-    sched = res.stats
-    row.update(
-        launches=sched["launches"],
-        nodes=sched["nodes"],
-        mean_batch=sched["mean_batch"],
-        lower_bound=sched["lower_bound"],
-        passes=sched["passes"],
-        peak_bytes=sched["peak_arena_bytes"],
-        flops=flops,
-        gflops=flops / (row["total_ms"] * 1e6) if row["total_ms"] else 0.0,
-        gen_sched_share=(row["gen_ms"] + row["sched_ms"]) / row["total_ms"]
-        if row["total_ms"]
-        else 0.0,
-        checksum=checksum(res.outputs),  # the traced run's outputs (same inputs)
-        # what strategy="auto" ran most in the measured runs, how often each, and why
-        strategy=counts.most_common(1)[0][0],
-        strategy_runs=", ".join(f"{k} {n}" for k, n in counts.most_common()),
-        strategy_reason=st["strategy_reason"],
-    )
-    return row
+    def make_row(m, name: str) -> dict[str, Any]:
+        counts = Counter(ran[-m.repeats :])  # the measured runs (warm-ups excluded)
+        st = m.results[name]
+        row: dict[str, Any] = {
+            "system": "acrobat",
+            "model": model,
+            "size": size,
+            "batch": batch,
+            "policy": policy,
+            "backend": backend,
+            "disabled": ",".join(disable),
+            "decisions": decisions,
+            "seed": seed,
+            "runs": m.repeats,
+            "compile_ms": compile_ms,
+        }
+        for k in metrics:
+            row.update(row_fields(k, m.spread(name, k)))
+        row.update(load_fields(m.load), **blas_fields(st))
+        # the schedule's facts from the traced run (batched unless strategy="direct" was
+        # forced): a measured run may have been direct, whose "launches" are kernel calls
+        sched = res.stats
+        row.update(
+            launches=sched["launches"],
+            nodes=sched["nodes"],
+            mean_batch=sched["mean_batch"],
+            lower_bound=sched["lower_bound"],
+            passes=sched["passes"],
+            peak_bytes=sched["peak_arena_bytes"],
+            flops=flops,
+            gflops=flops / (row["total_ms"] * 1e6) if row["total_ms"] else 0.0,
+            gen_sched_share=(row["gen_ms"] + row["sched_ms"]) / row["total_ms"]
+            if row["total_ms"]
+            else 0.0,
+            checksum=checksum(res.outputs),  # the traced run's outputs (same inputs)
+            # what strategy="auto" ran most in the measured runs, how often each, and why
+            strategy=counts.most_common(1)[0][0],
+            strategy_runs=", ".join(f"{k} {n}" for k, n in counts.most_common()),
+            strategy_reason=st["strategy_reason"],
+        )
+        return row
+
+    return Case(one_run, make_row, metrics)
 
 
 def run_baseline(
     kind: str, model: str, size: str, batch: int, runs: int, warmup: int, seed: int = 0
 ) -> dict[str, Any] | None:
     """``eager-numpy`` (the per-instance references) or ``hand-batched`` NumPy."""
+    case = baseline_case(kind, model, size, batch, seed)
+    if case is None:
+        return None
+    return case.row(measure({"run": case.fn}, repeats=runs, warmup=warmup), "run")
+
+
+def baseline_case(kind: str, model: str, size: str, batch: int, seed: int = 0) -> Case | None:
+    """A NumPy baseline ready to measure (None: the model has no such baseline)."""
     spec = acrobat.models.load(model, size)
     xs = bench_instances(spec, batch, seed)
     if kind == "eager-numpy":
@@ -184,22 +230,24 @@ def run_baseline(
             return HAND_BATCHED[model](spec.params, xs)
     else:
         raise ValueError(kind)
-    m = measure(fn, repeats=runs, warmup=warmup)
-    out = m.results["run"]
-    return {
-        "system": kind,
-        "model": model,
-        "size": size,
-        "batch": batch,
-        "policy": "-",
-        "backend": "numpy",
-        "seed": seed,
-        "runs": runs,
-        **row_fields("total_ms", m.spread("run")),
-        **load_fields(m.load),
-        **blas_fields(),
-        "checksum": checksum(out),
-    }
+
+    def make_row(m, name: str) -> dict[str, Any]:
+        return {
+            "system": kind,
+            "model": model,
+            "size": size,
+            "batch": batch,
+            "policy": "-",
+            "backend": "numpy",
+            "seed": seed,
+            "runs": m.repeats,
+            **row_fields("total_ms", m.spread(name)),
+            **load_fields(m.load),
+            **blas_fields(),
+            "checksum": checksum(m.results[name]),
+        }
+
+    return Case(fn, make_row)
 
 
 def sgemm_limit(n: int = 2048, runs: int = 5) -> dict[str, Any]:

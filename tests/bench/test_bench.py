@@ -182,3 +182,30 @@ def test_busy_process_is_bounded_and_killed():
     assert proc is not None and proc.poll() is None  # alive (suspended) between calls
     busy.close()
     assert proc.poll() is not None and busy.proc is None and calls == [1, 1]
+
+
+def test_a_grid_row_is_measured_interleaved(monkeypatch, tmp_path):
+    """The acrobat policies and the NumPy baselines of one (model, size, batch) are one
+    measurement (round-robin), so a load that comes and goes hits them alike."""
+    from acrobat.bench import grid
+
+    calls = []
+    real = grid.measure
+
+    def spy(configs, **kw):
+        calls.append(tuple(configs))
+        return real(configs, **kw)
+
+    monkeypatch.setattr(grid, "measure", spy)
+    out = tmp_path / "g.jsonl"
+    args = ["paper", "--quick", "--models", "treelstm", "--batches", "2", "--out", str(out)]
+    assert main(args) == 0
+    assert len(calls) == 1
+    names = calls[0]
+    assert {n.split(":")[1] for n in names} == {p.name for p in acrobat.policies()} | {
+        "eager-numpy",
+        "hand-batched",
+    }
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    loads = {r["load_avg"] for r in rows if r["system"] != "sgemm"}
+    assert len(loads) == 1  # one measurement: one load record for the whole row
