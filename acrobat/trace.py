@@ -113,9 +113,15 @@ class PhaseBoundary(Event):
     phase: int
 
 
+LAST_DEPTH = (1 << 32) - 1
+"""The depth :class:`NodeRecorded` gives a node on its phase's last level (a kernel whose
+result is only read on the host records there; ``acrobat.codegen.records.STRIDE - 1``)."""
+
+
 @dataclass(frozen=True)
 class NodeRecorded(Event):
-    """One DFG node: its kernel, instance, phase, depth and producer nodes.
+    """One DFG node: its kernel, instance, phase, depth and producer nodes (``depth`` is
+    :data:`LAST_DEPTH` for a node on its phase's last level).
 
     Derived from the runtime's record arrays after a run (never on the hot path)."""
 

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import graphviz
 from bokeh.palettes import Category20, viridis
 
-from acrobat.codegen.records import STRIDE
-from acrobat.trace import NodeRecorded, Trace
+from acrobat.trace import LAST_DEPTH, NodeRecorded, Trace
 
 FOLD_ABOVE = 150
 COLOR_BY = ("depth", "batch")
@@ -127,8 +126,8 @@ def _node(node_id, members, color_by, colors, key) -> DfgNode:
 
 def depth_text(depth: int) -> str:
     """A depth as the views print it: the phase's last level (where a kernel whose result
-    is only read on the host records, ``STRIDE - 1``) reads "last"."""
-    return "last" if depth == STRIDE - 1 else str(depth)
+    is only read on the host records, :data:`~acrobat.trace.LAST_DEPTH`) reads "last"."""
+    return "last" if depth == LAST_DEPTH else str(depth)
 
 
 def _span(values: tuple[int, ...]) -> str:

@@ -113,8 +113,10 @@ def test_wide_shallow_graphs_are_laid_out_left_to_right(treelstm):
 
 def test_a_decision_node_on_the_last_level_reads_last():
     from acrobat.codegen.records import STRIDE
+    from acrobat.trace import LAST_DEPTH
     from acrobat.viz.dfg_view import depth_text
 
+    assert LAST_DEPTH == STRIDE - 1  # what the host program records on the last level
     assert depth_text(STRIDE - 1) == "last" and depth_text(7) == "7"
     spec = acrobat.models.load("stackrnn", "tiny")
     prog = acrobat.compile(spec.module, spec.params)
