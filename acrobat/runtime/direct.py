@@ -25,11 +25,10 @@ import numpy as np
 from acrobat.codegen.direct import generate_direct
 from acrobat.codegen.numpy_kernels import compile_numpy_kernel
 from acrobat.errors import AcrobatNameError, IndexOutOfRange, InstanceError
-from acrobat.ir.nodes import Module
-from acrobat.ir.types import AdtType, TensorType, TupleType, Type, substitute
+from acrobat.ir.types import TensorType, TupleType
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
 from acrobat.runtime.fibers import HOST_FAILURES, host_failure
-from acrobat.runtime.values import has_tensor
+from acrobat.runtime.values import converter
 from acrobat.trace import HostProgramGenerated, HostSpan, KernelCompiled, Trace
 
 DIRECT_BACKENDS = ("numpy", "null")  # backends whose kernels the direct strategy can call
@@ -74,101 +73,6 @@ def _result(kept: set):
         return result
 
     return leaf
-
-
-def converter(m: Module, ty: Type, leaf, memo: dict | None = None):
-    """``conv(value)``: a value of type ``ty`` with every tensor ``x`` of type ``t``
-    replaced by ``leaf(t)(x)``, or None when values of ``ty`` hold no tensor (they pass as
-    they are), planned once per type instead of walked generically per value: per constructor, which fields are the recursive spine
-    (walked with an explicit stack, so any depth works) and which hold tensors. A node
-    none of whose fields changed is kept (parts without tensors are shared)."""
-    memo = {} if memo is None else memo
-    if not has_tensor(m, ty):
-        return None
-    if isinstance(ty, TensorType):
-        return leaf(ty)
-    if ty in memo:  # a type inside its own fields' types (mutual recursion): late-bound
-        return memo[ty]
-    if isinstance(ty, TupleType):
-        subs = [converter(m, f, leaf, memo) for f in ty.fields]
-
-        def conv_tuple(v):
-            return tuple(x if c is None else c(x) for x, c in zip(v, subs))
-
-        return conv_tuple
-    assert isinstance(ty, AdtType), ty
-    plans: dict[str, tuple[tuple[int, ...], tuple]] = {}
-    memo[ty] = lambda v: conv_adt(v)
-    adt = m.adt_map[ty.name]
-    mapping = dict(zip(adt.type_params, ty.args))
-    for c in adt.ctors:
-        fts = [substitute(f, mapping) for f in c.fields]
-        rec = tuple(i for i, ft in enumerate(fts) if ft == ty)
-        subs = [(i, converter(m, ft, leaf, memo)) for i, ft in enumerate(fts) if ft != ty]
-        plans[c.name] = (rec, tuple((i, s) for i, s in subs if s is not None))
-
-    def conv_adt(v):
-        order, stack = [], [v]
-        push, pop, visit = stack.append, stack.pop, order.append
-        while stack:
-            node = pop()
-            visit(node)
-            for i in plans[node.ctor][0]:
-                push(node.fields[i])
-        done = {}
-        for node in reversed(order):
-            rec, subs = plans[node.ctor]
-            if not (rec or subs):
-                done[id(node)] = node
-                continue
-            fields, changed = list(node.fields), False
-            for i in rec:
-                x = fields[i]
-                y = done[id(x)]
-                if y is not x:
-                    fields[i], changed = y, True
-            for i, sub in subs:
-                x = fields[i]
-                y = sub(x)
-                if y is not x:
-                    fields[i], changed = y, True
-            done[id(node)] = AdtValue(node.ctor, fields) if changed else node
-        return done[id(v)]
-
-    if any(len(rec) > 1 for rec, _ in plans.values()):
-        memo[ty] = conv_adt
-        return conv_adt
-    # at most one recursive field per constructor (a list): a chain, no stack, no dict
-    steps = {name: (rec[0] if rec else -1, subs) for name, (rec, subs) in plans.items()}
-
-    def conv_chain(v):
-        chain, node = [], v
-        while True:
-            chain.append(node)
-            i = steps[node.ctor][0]
-            if i < 0:
-                break
-            node = node.fields[i]
-        new = None
-        for node in reversed(chain):
-            i, subs = steps[node.ctor]
-            if i < 0 and not subs:
-                new = node
-                continue
-            fields = list(node.fields)
-            changed = i >= 0 and new is not fields[i]
-            if changed:
-                fields[i] = new
-            for j, sub in subs:
-                x = fields[j]
-                y = sub(x)
-                if y is not x:
-                    fields[j], changed = y, True
-            new = AdtValue(node.ctor, fields) if changed else node
-        return new
-
-    memo[ty] = conv_chain
-    return conv_chain
 
 
 def _null_kernel(kernel):

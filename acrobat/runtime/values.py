@@ -4,7 +4,9 @@ A run's inputs are ordinary instance values (ADT values, tuples, ints, NumPy arr
 inside the run every tensor is a value id (a handle to an arena row). :func:`to_handles`
 uploads an input's tensors and replaces them by fresh ids, :func:`from_handles` reads a
 result's ids back into host arrays, and :func:`has_tensor` tells which types need either
-(the others pass through unchanged).
+(the others pass through unchanged). :func:`converter` maps every tensor of a value,
+planned once per type: ``to_handles`` uploads with it, the direct strategy converts its
+inputs and results with it.
 """
 
 from __future__ import annotations
@@ -32,18 +34,17 @@ def to_handles(m: Module, value: Any, ty: Type, store: ValueStore, next_vid: int
     Callers skip it for types that hold no tensor (see :func:`has_tensor`)."""
     counter = [next_vid]
 
-    def conv(v, t):
-        if isinstance(t, TensorType):
+    def leaf(t: TensorType):
+        def upload(x):
             vid = counter[0]
             counter[0] += 1
-            store.upload(vid, np.asarray(v))
+            store.upload(vid, np.asarray(x))
             return vid
-        if isinstance(t, TupleType):
-            return tuple(conv(x, ft) for x, ft in zip(v, t.fields))
-        return _map_adt(m, v, t, conv)
 
-    out = conv(value, ty)
-    return out, counter[0]
+        return upload
+
+    conv = converter(m, ty, leaf)
+    return (value if conv is None else conv(value)), counter[0]
 
 
 def from_handles(m: Module, value: Any, ty: Type, store: ValueStore):
@@ -205,34 +206,99 @@ def _tuple_walker(m: Module, t: TupleType, memo: dict):
     return collect, build
 
 
-def _map_adt(m: Module, v, t, conv):
-    """Rebuild an ADT value with ``conv`` applied to its non-recursive fields.
+def converter(m: Module, ty: Type, leaf, memo: dict | None = None):
+    """``conv(value)``: a value of type ``ty`` with every tensor ``x`` of type ``t``
+    replaced by ``leaf(t)(x)``, or None when values of ``ty`` hold no tensor (they pass as
+    they are), planned once per type instead of walked generically per value: per constructor, which fields are the recursive spine
+    (walked with an explicit stack, so any depth works) and which hold tensors. A node
+    none of whose fields changed is kept (parts without tensors are shared)."""
+    memo = {} if memo is None else memo
+    if not has_tensor(m, ty):
+        return None
+    if isinstance(ty, TensorType):
+        return leaf(ty)
+    if ty in memo:  # a type inside its own fields' types (mutual recursion): late-bound
+        return memo[ty]
+    if isinstance(ty, TupleType):
+        subs = [converter(m, f, leaf, memo) for f in ty.fields]
 
-    The recursive spine (a list's tail, a tree's subtrees of the same type) is walked
-    with an explicit stack, so any depth works."""
-    if not isinstance(t, AdtType):
-        return v
-    adt = m.adt_map[t.name]
-    mapping = dict(zip(adt.type_params, t.args))
-    # field types per constructor, once; a recursive field is ``t`` itself
-    types = {
-        c.name: [t if (ft := substitute(f, mapping)) == t else ft for f in c.fields]
-        for c in adt.ctors
-    }
+        def conv_tuple(v):
+            return tuple(x if c is None else c(x) for x, c in zip(v, subs))
 
-    def fields_of(node):
-        return list(zip(node.fields, types[node.ctor]))
+        return conv_tuple
+    assert isinstance(ty, AdtType), ty
+    plans: dict[str, tuple[tuple[int, ...], tuple]] = {}
+    memo[ty] = lambda v: conv_adt(v)
+    adt = m.adt_map[ty.name]
+    mapping = dict(zip(adt.type_params, ty.args))
+    for c in adt.ctors:
+        fts = [substitute(f, mapping) for f in c.fields]
+        rec = tuple(i for i, ft in enumerate(fts) if ft == ty)
+        subs = [(i, converter(m, ft, leaf, memo)) for i, ft in enumerate(fts) if ft != ty]
+        plans[c.name] = (rec, tuple((i, s) for i, s in subs if s is not None))
 
-    order, stack = [], [v]
-    while stack:
-        node = stack.pop()
-        order.append(node)
-        stack.extend(f for f, ft in fields_of(node) if ft is t)
-    done: dict[int, AdtValue] = {}
-    for node in reversed(order):
-        fields = tuple(done[id(f)] if ft is t else conv(f, ft) for f, ft in fields_of(node))
-        done[id(node)] = AdtValue(node.ctor, fields)
-    return done[id(v)]
+    def conv_adt(v):
+        order, stack = [], [v]
+        push, pop, visit = stack.append, stack.pop, order.append
+        while stack:
+            node = pop()
+            visit(node)
+            for i in plans[node.ctor][0]:
+                push(node.fields[i])
+        done = {}
+        for node in reversed(order):
+            rec, subs = plans[node.ctor]
+            if not (rec or subs):
+                done[id(node)] = node
+                continue
+            fields, changed = list(node.fields), False
+            for i in rec:
+                x = fields[i]
+                y = done[id(x)]
+                if y is not x:
+                    fields[i], changed = y, True
+            for i, sub in subs:
+                x = fields[i]
+                y = sub(x)
+                if y is not x:
+                    fields[i], changed = y, True
+            done[id(node)] = AdtValue(node.ctor, fields) if changed else node
+        return done[id(v)]
+
+    if any(len(rec) > 1 for rec, _ in plans.values()):
+        memo[ty] = conv_adt
+        return conv_adt
+    # at most one recursive field per constructor (a list): a chain, no stack, no dict
+    steps = {name: (rec[0] if rec else -1, subs) for name, (rec, subs) in plans.items()}
+
+    def conv_chain(v):
+        chain, node = [], v
+        while True:
+            chain.append(node)
+            i = steps[node.ctor][0]
+            if i < 0:
+                break
+            node = node.fields[i]
+        new = None
+        for node in reversed(chain):
+            i, subs = steps[node.ctor]
+            if i < 0 and not subs:
+                new = node
+                continue
+            fields = list(node.fields)
+            changed = i >= 0 and new is not fields[i]
+            if changed:
+                fields[i] = new
+            for j, sub in subs:
+                x = fields[j]
+                y = sub(x)
+                if y is not x:
+                    fields[j], changed = y, True
+            new = AdtValue(node.ctor, fields) if changed else node
+        return new
+
+    memo[ty] = conv_chain
+    return conv_chain
 
 
 def has_tensor(m: Module, ty: Type, seen: set | None = None) -> bool:

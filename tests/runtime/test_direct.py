@@ -10,8 +10,9 @@ import acrobat
 from acrobat.codegen.numpy_kernels import compile_numpy_kernel
 from acrobat.ir.types import FLOAT, TensorType
 from acrobat.models.data import degenerate_tree
-from acrobat.runtime.direct import _one, _result, converter
+from acrobat.runtime.direct import _one, _result
 from acrobat.runtime.strategy import StrategyChooser, remeasure_at
+from acrobat.runtime.values import converter
 from acrobat.trace import HostProgramGenerated, RunSummary, ScheduleFormed
 from tests.backends.helpers import every_op_instances, every_op_program, kernel_args
 from tests.runtime.helpers import (
