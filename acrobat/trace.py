@@ -180,6 +180,23 @@ class ScheduleFormed(Event):
     run_pass: int = 0
 
 
+@dataclass(frozen=True)
+class SessionSettings(Event):
+    """What the explorer showed when its session trace was saved: the model, size and program
+    text, the run settings, and the optimizations switched off. Opening the file in the
+    explorer restores the page from it (nothing is rerun)."""
+
+    model: str
+    size: str
+    source: str
+    batch_size: int
+    seed: int
+    backend: str
+    policy_a: str
+    policy_b: str
+    disabled: tuple[str, ...] = ()
+
+
 @dataclass
 class Trace:
     """An ordered, append-only list of events."""

@@ -231,6 +231,7 @@ def measure(
     metrics: Sequence[str] | None = None,
     clock: Callable[[], float] = time.perf_counter,
     probe: LoadProbe | None = None,
+    on_run: Callable[[int, int], None] | None = None,
 ) -> Measurement:
     """Measure configurations interleaved: ``warmup`` dropped rounds, then ``repeats``
     rounds of every configuration in order (A B C A B C ...).
@@ -238,6 +239,10 @@ def measure(
     ``configs`` maps names to callables (one callable alone is named ``"run"``). Each
     run is timed with ``clock`` (seconds) as metric ``"wall_ms"``; a callable returning
     a mapping adds its numeric entries (those named in ``metrics``, or all) as metrics.
+
+    ``on_run(done, total)``, when given, is called after every run (warm-up included) with
+    the runs done so far and the runs in all: a progress hook. An exception it raises (e.g.
+    to cancel) propagates out of ``measure`` at once.
     """
     if callable(configs):
         configs = {"run": configs}
@@ -248,9 +253,19 @@ def measure(
     names = tuple(configs)
     samples: dict[str, dict[str, list[float]]] = {n: {WALL: []} for n in names}
     results: dict[str, Any] = {}
+    total = (warmup + repeats) * len(names)
+    done = 0
+
+    def ran() -> None:
+        nonlocal done
+        done += 1
+        if on_run is not None:
+            on_run(done, total)
+
     for _ in range(warmup):
         for n in names:
             results[n] = configs[n]()
+            ran()
     probe = (probe or LoadProbe()).start()
     for _ in range(repeats):
         for n in names:
@@ -264,6 +279,7 @@ def measure(
                 for k, v in out.items():
                     if (metrics is None or k in metrics) and _is_number(v):
                         per.setdefault(k, []).append(float(v))
+            ran()
     load = probe.stop()
     frozen = {n: {k: tuple(v) for k, v in per.items()} for n, per in samples.items()}
     return Measurement(names, frozen, load, warmup, repeats, results)

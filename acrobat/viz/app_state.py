@@ -3,33 +3,103 @@
 No GUI imports here: the Panel viewers in ``acrobat.viz.panels`` / ``acrobat.viz.view_panels``
 and the notebook widgets in ``acrobat.viz.widgets`` watch these parameters, and tests set them
 directly and assert on the outputs (``ir_text``, ``error``, ``compile_trace``, ``trace_a``,
-``trace_b``, ``comparison``). The source is parsed, never executed.
+``trace_b``, ``comparison``, ``timing``). The source is parsed, never executed.
+
+Timings follow ``acrobat.measure``: after the traced runs the views draw, the policies run
+untraced, interleaved, ``WARMUP`` dropped rounds then ``repeats`` timed ones; every time shown
+(status line, compare table, charts) is a median with its spread from that one measurement
+(:class:`RunTiming`). With ``background=True`` (the app) the work runs on one worker thread
+per store, so the server keeps answering: ``busy``, ``progress`` and ``progress_text`` say what
+it is doing, :meth:`ExplorerState.cancel` stops it between runs, and a new request supersedes
+the work in flight (the newest setting wins).
 """
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import param
 
+import acrobat
 from acrobat import models
 from acrobat.errors import AcrobatError, UndeclaredSizeError
 from acrobat.frontend import parse
-from acrobat.trace import Trace
+from acrobat.trace import SessionSettings, Trace
 from acrobat.viz import runner
-from acrobat.viz.compare_view import CompareRow, compare_row, options_label
+from acrobat.viz.compare_view import (
+    CompareRow,
+    compare_row,
+    compare_row_from_stats,
+    options_label,
+)
 from acrobat.viz.ir_view import pipeline_stages
 from acrobat.viz.trace_bundle import dumps, join_traces, loads, split_trace
 
 SIZE_NAMES = ("tiny", "small", "large")
+WARMUP = 1  # dropped rounds before the timed ones
+DEFAULT_REPEATS = 5  # timed rounds per policy, by default
+MIN_REPEATS_FOR_VERDICT = 3  # fewer timed runs than this name no winner
+DEFAULT_BATCH = 64  # a model's batch when the user has not picked one ...
+MIN_DEFAULT_BATCH = 8  # ... halved down to this while one run is estimated over:
+RUN_BUDGET_MS = 500.0
+JOB_BUDGET_MS = 15_000.0  # timed repeats are cut so one request stays near this
+MAX_UPLOAD_MB = 32  # the largest trace file the explorer opens
+
+
+@dataclass(frozen=True)
+class RunTiming:
+    """One interleaved measurement of the policies shown (``acrobat.measure``).
+
+    Attributes:
+        spreads: wall-clock spread (ms) of each measured policy, in the order measured.
+        repeats, warmup: timed and dropped rounds of every policy.
+        load: the machine's load while measuring (one line).
+        note: why fewer rounds than asked ran (a long run), or "".
+    """
+
+    spreads: dict = field(default_factory=dict)  # policy -> acrobat.Spread
+    repeats: int = 0
+    warmup: int = 0
+    load: str = ""
+    note: str = ""
+
+    def spread(self, policy: str):
+        """The spread of ``policy``'s wall time, or ``None`` if it was not measured."""
+        return self.spreads.get(policy)
+
+    def verdict_text(self, a: str, b: str) -> str:
+        """ "within noise" when the spreads overlap (or too few runs to tell), else which
+        policy is faster and by how much."""
+        sa, sb = self.spread(a), self.spread(b)
+        if sa is None or sb is None or a == b:
+            return ""
+        return verdict_text(sa, sb, a, b)
+
+
+def verdict_text(sa, sb, a: str, b: str) -> str:
+    """The verdict between two spreads, as the explorer words it everywhere."""
+    if min(sa.n, sb.n) < MIN_REPEATS_FOR_VERDICT:
+        return f"too few timed runs to call a winner (n={min(sa.n, sb.n)})"
+    if sa.overlaps(sb):
+        return f"{a} vs {b}: within noise (IQRs overlap)"
+    fast, slow = (a, b) if sa.median <= sb.median else (b, a)
+    ratio = max(sa.median, sb.median) / max(min(sa.median, sb.median), 1e-9)
+    return f"{fast} is {ratio:.2f}x faster than {slow} (IQRs apart)"
 
 
 class ExplorerState(param.Parameterized):
     """One model's program, compiled with the chosen optimizations and run under two policies.
 
     ``compile()`` parses ``source`` and runs the pass pipeline; ``run()`` runs policy A and B on
-    ``batch_size`` seeded instances. With ``auto_run`` (the app turns it on) every change of a
-    setting recompiles or reruns what it affects: a policy change reruns only that side."""
+    ``batch_size`` seeded instances (traced, for the views) and times them (interleaved,
+    ``repeats`` rounds). With ``auto_run`` (the app turns it on) every change of a setting
+    recompiles or reruns what it affects: a policy change reruns only that side's traced run.
+    With ``background`` (the app turns it on too) that work runs on this store's worker thread.
+    """
 
     model = param.Selector(default=None, objects=[], doc="catalog name of the model shown")
     size = param.Selector(default="small", objects=list(SIZE_NAMES), doc="named model size")
@@ -40,22 +110,37 @@ class ExplorerState(param.Parameterized):
     error_col = param.Integer(default=None, allow_None=True, doc="output: 0-based error column")
     sizes_used = param.Dict(default={}, doc="output: the size bindings the last compile passed")
 
-    batch_size = param.Integer(default=64, bounds=(1, 1024), doc="instances per run")
+    batch_size = param.Integer(default=DEFAULT_BATCH, bounds=(1, 1024), doc="instances per run")
     seed = param.Integer(default=0, bounds=(0, None), doc="seed of the instances")
     backend = param.Selector(default="numpy", objects=list(runner.backend_choices()))
     optimizations = param.ListSelector(default=[], objects=[], doc="optimizations switched on")
     policy_a = param.Selector(default="acrobat", objects=list(runner.policy_names()))
     policy_b = param.Selector(default="dynet-depth", objects=list(runner.policy_names()))
+    repeats = param.Integer(
+        default=DEFAULT_REPEATS, bounds=(1, 50), doc="timed rounds of every policy per run"
+    )
     auto_run = param.Boolean(default=False, doc="rerun on every change of a setting")
+    background = param.Boolean(
+        default=False, constant=True, doc="compile and run on a worker thread (the app)"
+    )
 
     compile_trace = param.ClassSelector(class_=Trace, default=None, doc="output: passes, taint")
     trace_a = param.ClassSelector(class_=Trace, default=None, doc="output: policy A's run")
     trace_b = param.ClassSelector(class_=Trace, default=None, doc="output: policy B's run")
     run_error = param.String(default="", doc='output: why the last run failed, "" if it ran')
-    timings = param.Dict(default={}, doc="output: compile_ms, run_a_ms, run_b_ms")
+    timings = param.Dict(default={}, doc="output: compile_ms, run_a_ms, run_b_ms (medians)")
+    timing = param.ClassSelector(
+        class_=RunTiming, default=None, doc="output: the last interleaved measurement"
+    )
     comparison = param.List(default=[], item_type=CompareRow, doc="output: rows of runs so far")
     busy = param.Boolean(default=False, doc="output: True while compiling or running")
+    progress = param.Integer(default=-1, bounds=(-1, 100), doc="output: percent done, -1: unknown")
+    progress_text = param.String(default="", doc="output: what the work in flight is doing")
+    notice = param.String(default="", doc="output: a note on the last run (cancelled, cut)")
     origin = param.String(default="", doc="output: what the traces show (model run or file)")
+    viewing = param.String(
+        default="", doc="output: the file shown read-only (a trace without settings), or ''"
+    )
 
     def __init__(self, **params):
         names = [info.name for info in models.catalog()]
@@ -68,6 +153,8 @@ class ExplorerState(param.Parameterized):
         self.param.policy_b.objects = list(runner.policy_names())
         params.setdefault("model", names[0])
         params.setdefault("optimizations", switches)
+        # a batch the caller picks is kept; the default one is lowered for expensive models
+        self._batch_chosen = "batch_size" in params
         self._compiled: runner.Compiled | None = None
         self._module = None
         self._weights: dict = {}
@@ -75,6 +162,13 @@ class ExplorerState(param.Parameterized):
         self._quiet = 0
         self._busy = 0
         self._workload: tuple = ()
+        self._lock = threading.RLock()
+        self._tokens: list[threading.Event] = []  # one per queued or running job
+        self._local = threading.local()  # the token of the job this thread runs
+        self._pool: ThreadPoolExecutor | None = None
+        self._last_progress = 0.0
+        self._results: dict = {}
+        self._estimates: dict = {}
         super().__init__(**params)
         self.load_model()
 
@@ -88,26 +182,136 @@ class ExplorerState(param.Parameterized):
         """The optimizations switched off, in pipeline order."""
         return tuple(n for n in self.param.optimizations.objects if n not in self.optimizations)
 
+    # --- work: inline, or on the worker thread ------------------------------------------------
+
+    def submit(self, fn, *args) -> None:
+        """Do ``fn(*args)`` now (inline), or with ``background`` on the worker thread after
+        cancelling the work in flight (a new request supersedes it)."""
+        if not self.background:
+            fn(*args)
+            return
+        token = threading.Event()
+        with self._lock:
+            for old in self._tokens:
+                old.set()
+            self._tokens.append(token)
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer")
+            self._enter_busy()
+        self._pool.submit(self._job, fn, args, token)
+
+    def _job(self, fn, args, token: threading.Event) -> None:
+        self._local.token = token
+        try:
+            if not token.is_set():
+                fn(*args)
+        except runner.Cancelled:
+            pass  # the canceller said so (cancel() or a newer request)
+        except Exception as err:  # a bug in acrobat: show it, keep the worker alive
+            self.run_error = f"internal error (please report): {err!r}"
+        finally:
+            self._local.token = None
+            with self._lock:
+                if token in self._tokens:
+                    self._tokens.remove(token)
+                self._leave_busy()
+
+    def cancel(self) -> None:
+        """Stop the work in flight (between two runs) and drop queued work. What had finished
+        stays shown; the run in progress, if any, completes in the background unseen."""
+        with self._lock:
+            tokens = list(self._tokens) + [getattr(self._local, "token", None)]
+            for token in tokens:
+                if token is not None:
+                    token.set()
+        if self.busy:
+            self.param.update(notice="Cancelled: the views show what had finished.")
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until no work is queued or running; ``True`` if idle, ``False`` when
+        ``timeout`` (seconds) passed first. (For notebooks and tests of ``background``.)"""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._busy:
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    def _check(self) -> None:
+        """Raise ``runner.Cancelled`` if this thread's job was cancelled."""
+        token = getattr(self._local, "token", None)
+        if token is not None and token.is_set():
+            raise runner.Cancelled()
+
+    def _set_progress(self, percent: int, text: str, force: bool = True) -> None:
+        now = time.monotonic()
+        if force or now - self._last_progress > 0.1:  # at most ten updates a second
+            self._last_progress = now
+            self.param.update(progress=max(-1, min(100, int(percent))), progress_text=text)
+
+    def _enter_busy(self) -> None:
+        with self._lock:
+            self._busy += 1
+            if self._busy == 1:
+                self.param.update(busy=True, notice="")
+
+    def _leave_busy(self) -> None:
+        with self._lock:
+            self._busy -= 1
+            if self._busy == 0:
+                self.param.update(busy=False, progress=-1, progress_text="")
+
+    @contextmanager
+    def _working(self):
+        """Set ``busy`` for the outermost of nested compile/run calls; a synchronous call on
+        a thread that runs no job gets its own cancel token (so ``cancel()`` reaches it)."""
+        own = getattr(self._local, "token", None) is None
+        if own:
+            self._local.token = threading.Event()
+            with self._lock:
+                self._tokens.append(self._local.token)
+        self._enter_busy()
+        try:
+            yield
+        finally:
+            self._leave_busy()
+            if own:
+                with self._lock:
+                    if self._local.token in self._tokens:
+                        self._tokens.remove(self._local.token)
+                self._local.token = None
+
+    # --- compiling ------------------------------------------------------------------------------
+
     @param.depends("model", "size", watch=True)
     def load_model(self) -> None:
         """Replace ``source`` with the chosen model's program text, compile it, run if live."""
+        if self._quiet:
+            return
         self._spec = None
+        self.viewing = ""
         self.source = models.source(self.model)
-        self.compile_and_run()
+        self.submit(self.compile_and_run)
 
     def compile_and_run(self) -> bool:
         """``compile()``, then ``run()`` when ``auto_run`` is on. Returns success."""
         with self._working():
-            return self.compile() and (not self.auto_run or self.run())
+            if not self.compile():
+                return False
+            if not self.auto_run:
+                return True
+            self._lower_default_batch()
+            return self.run()
 
     def compile(self) -> bool:
         """Parse ``source`` at the chosen size and run the passes; set ``ir_text`` and
         ``compile_trace``, or ``error``. Never raises, so the app stays up whatever the user
         typed. Earlier runs are cleared: they belong to the previous program. Returns success."""
         self._compiled = None
-        self.param.update(trace_a=None, trace_b=None, run_error="", origin="")
+        self.param.update(trace_a=None, trace_b=None, run_error="", origin="", timing=None)
         try:
             with self._working():
+                self._set_progress(-1, f"compiling {self.model} ({self.size})")
                 sizes = models.sizes(self.model, self.size)
                 module, used = _parse_with_declared_sizes(self.source, sizes, f"{self.model}.py")
                 ir_text = module.pretty()
@@ -128,39 +332,148 @@ class ExplorerState(param.Parameterized):
     def _fail(self, message: str, line: int | None, col: int | None) -> None:
         # Outputs first, ``error`` last: viewers watching ``error`` see a consistent state.
         self.param.update(ir_text="", error_line=line, error_col=col, sizes_used={})
-        self.param.update(compile_trace=None, timings={})
+        self.param.update(compile_trace=None, timings={}, timing=None)
         self.error = message
 
+    def _lower_default_batch(self) -> None:
+        """If the user has not picked a batch, halve the default while one run of it is
+        estimated over ``RUN_BUDGET_MS`` (down to ``MIN_DEFAULT_BATCH``), and say so."""
+        if self._batch_chosen or self._compiled is None:
+            return
+        batch = DEFAULT_BATCH
+        try:
+            instances = self._model_spec().instances(batch, self.seed)
+            estimate = self._estimate(instances, self.policy_a)
+        except AcrobatError:
+            return  # run() reports it
+        while estimate > RUN_BUDGET_MS and batch > MIN_DEFAULT_BATCH:
+            batch //= 2
+            estimate /= 2
+        if batch != self.batch_size:
+            with self._quietly():
+                self.batch_size = batch
+            if batch < DEFAULT_BATCH:
+                self.notice = (
+                    f"Batch lowered to {batch} for {self.model}: a run of {DEFAULT_BATCH} "
+                    "instances is estimated to take over "
+                    f"{RUN_BUDGET_MS * DEFAULT_BATCH / batch / 1000:.1f} s. "
+                    "Raise it with the slider."
+                )
+
+    # --- running and timing ---------------------------------------------------------------------
+
     def run(self, sides: tuple[str, ...] = ("a", "b")) -> bool:
-        """Run policy A and/or B on ``batch_size`` instances; set ``trace_a`` / ``trace_b`` or
-        ``run_error`` (never raises). Compiles first if needed. Returns success."""
+        """Run policy A and/or B traced (the views draw these) on ``batch_size`` instances,
+        then time both policies interleaved; set ``trace_a`` / ``trace_b``, ``timing`` and
+        ``timings``, or ``run_error`` (never raises). A side with no trace yet runs too.
+        Compiles first if needed. Returns success (``False`` when cancelled)."""
         with self._working():
             if self._compiled is None and not self.compile():
                 return False
+            sides = tuple(s for s in "ab" if s in sides or self._trace(s) is None)
+            policies = {"a": self.policy_a, "b": self.policy_b}
             try:
                 instances = self._model_spec().instances(self.batch_size, self.seed)
-                runs = {}
+                measured = tuple(dict.fromkeys(policies.values()))
+                repeats, note = self._plan(instances, policies[sides[0]], len(measured), sides)
+                runs: dict[str, runner.Ran] = {}
                 for side in sides:
-                    policy = self.policy_a if side == "a" else self.policy_b
+                    self._check()
+                    policy = policies[side]
+                    self._set_progress(-1, f"running {side.upper()} ({policy}) with tracing")
                     same = [r for r in runs.values() if r.policy == policy]
-                    runs[side] = same[0] if same else self._run_one(instances, policy)
+                    runs[side] = same[0] if same else self._traced(instances, policy)
+                traces = {f"trace_{side}": r.trace for side, r in runs.items()}
+                other = {"a": "b", "b": "a"}
+                for side in sides:  # the same policy on both sides: one run, shown twice
+                    if policies[other[side]] == policies[side] and other[side] not in runs:
+                        traces[f"trace_{other[side]}"] = runs[side].trace
+                self.param.update(run_error="", origin=self._describe(), **traces)
+                configs = {
+                    p: runner.run_stats(self._compiled, instances, p, self.backend)
+                    for p in measured
+                }
+                timing = self._time(configs, repeats, note)
+            except runner.Cancelled:
+                self.param.update(timing=None)
+                return False
             except AcrobatError as err:
-                self.param.update(**{f"trace_{side}": None for side in sides})
-                self.run_error = f"the program could not run on {self.model}'s inputs: {err}"
+                self.param.update(**{f"trace_{side}": None for side in sides}, timing=None)
+                self.run_error = self._run_failure(err)
                 return False
             except Exception as err:  # a bug in acrobat: show it, stay up
-                self.param.update(**{f"trace_{side}": None for side in sides})
+                self.param.update(**{f"trace_{side}": None for side in sides}, timing=None)
                 self.run_error = f"internal error while running (please report): {err!r}"
                 return False
-            timings = dict(self.timings, **{f"run_{side}_ms": r.ms for side, r in runs.items()})
-            traces = {f"trace_{side}": r.trace for side, r in runs.items()}
-            self.param.update(timings=timings, run_error="", origin=self._describe(), **traces)
+            medians = {
+                f"run_{side}_ms": timing.spreads[policies[side]].median for side in ("a", "b")
+            }
+            self.param.update(timings=dict(self.timings, **medians), timing=timing)
+            for policy in measured:
+                side = "a" if policy == policies["a"] else "b"
+                self._record(
+                    compare_row(
+                        self._trace(side), options_label(self.disabled), timing.spreads[policy]
+                    )
+                )
             return True
 
-    def _run_one(self, instances: list, policy: str) -> runner.Ran:
-        ran = runner.run_program(self._compiled, instances, policy, self.backend)
-        self._record(compare_row(ran.trace, options_label(self.disabled)))
-        return ran
+    def _trace(self, side: str) -> Trace | None:
+        return self.trace_a if side == "a" else self.trace_b
+
+    def _traced(self, instances: list, policy: str) -> runner.Ran:
+        return runner.run_program(self._compiled, instances, policy, self.backend)
+
+    def _run_failure(self, err: AcrobatError) -> str:
+        if isinstance(err, acrobat.errors.BackendUnavailableError):
+            return f"the {self.backend} backend cannot run here: {err}"
+        return f"the program could not run on {self.model}'s inputs: {err}"
+
+    def _plan(self, instances: list, policy: str, configs: int, traced=()) -> tuple[int, str]:
+        """Timed rounds for this request: ``repeats``, cut so the traced runs and the timed
+        ones of ``configs`` policies stay near ``JOB_BUDGET_MS`` (from a probe of one run)."""
+        estimate = self._estimate(instances, policy)
+        wanted = self.repeats
+        runs = len(traced) + configs * (WARMUP + wanted)
+        if estimate * runs <= JOB_BUDGET_MS:
+            return wanted, ""
+        fit = int((JOB_BUDGET_MS / max(estimate, 1e-3) - len(traced)) / configs) - WARMUP
+        repeats = max(1, min(wanted, fit))
+        note = (
+            f"{repeats} timed round(s) instead of {wanted}: one run is estimated at "
+            f"{estimate / 1000:.1f} s"
+        )
+        return repeats, note
+
+    def _estimate(self, instances: list, policy: str) -> float:
+        """``runner.probe_ms``, once per program, batch, seed, policy and backend."""
+        key = (id(self._compiled), len(instances), self.seed, policy, self.backend)
+        if key not in self._estimates:
+            self._set_progress(-1, f"estimating one run of {len(instances)} instances")
+            self._estimates = {
+                key: runner.probe_ms(self._compiled, instances, policy, self.backend)
+            }
+        return self._estimates[key]
+
+    def _time(self, configs: dict, repeats: int, note: str) -> RunTiming:
+        """Time ``configs`` interleaved with progress and cancellation between runs."""
+        started = time.monotonic()
+        names = ", ".join(configs)
+
+        def on_run(done: int, total: int) -> None:
+            self._check()
+            left = (time.monotonic() - started) / done * (total - done)
+            self._set_progress(
+                100 * done // total,
+                f"timing {names}: {done} of {total} runs, about {left:.0f} s left",
+                force=done == total,
+            )
+
+        warmup = WARMUP if repeats > 1 or not note else 0
+        m = runner.time_runs(configs, repeats, warmup, on_run)
+        self._results = dict(m.results)  # each configuration's last stats
+        spreads = {name: m.spread(name) for name in configs}
+        return RunTiming(spreads, repeats, warmup, str(m.load), note)
 
     def _record(self, *new: CompareRow) -> None:
         """Add rows to ``comparison`` (each replaces one of the same policy and options); rows
@@ -173,6 +486,10 @@ class ExplorerState(param.Parameterized):
             rows.append(row)
         self.comparison = rows
 
+    def clear_comparison(self) -> None:
+        """Forget every row of the Compare tab."""
+        self.comparison = []
+
     def _describe(self) -> str:
         edited = " (edited)" if self.source != models.source(self.model) else ""
         return (
@@ -181,60 +498,95 @@ class ExplorerState(param.Parameterized):
         )
 
     def _live(self) -> bool:
-        return self.auto_run and not self._quiet and not self.error
+        return self.auto_run and not self._quiet and not self.error and not self.viewing
 
     @param.depends("policy_a", watch=True)
     def _policy_a_changed(self) -> None:
         if self._live():
-            self.run(("a",))
+            self.submit(self.run, ("a",))
 
     @param.depends("policy_b", watch=True)
     def _policy_b_changed(self) -> None:
         if self._live():
-            self.run(("b",))
+            self.submit(self.run, ("b",))
 
-    @param.depends("batch_size", "seed", "backend", watch=True)
+    @param.depends("batch_size", watch=True)
+    def _batch_changed(self) -> None:
+        if not self._quiet:
+            self._batch_chosen = True
+        if self._live():
+            self.submit(self.run)
+
+    @param.depends("seed", "backend", "repeats", watch=True)
     def _workload_changed(self) -> None:
         if self._live():
-            self.run()
+            self.submit(self.run)
 
     @param.depends("optimizations", watch=True)
     def _options_changed(self) -> None:
         if not self._quiet:
-            self.compile_and_run()
+            self.submit(self.compile_and_run)
+
+    def request_run(self) -> None:
+        """What the Run button does: ``run()``, on the worker thread in the app."""
+        self.submit(self.run)
+
+    def request_compile(self) -> None:
+        """What the Compile button does: ``compile_and_run()``, on the worker in the app."""
+        self.submit(self.compile_and_run)
 
     def compare_policies(self) -> bool:
-        """Run every policy with the current options; each adds a row to ``comparison``."""
+        """Time every policy with the current options, interleaved in one measurement; each
+        adds a row to ``comparison``."""
         return self._compare([(policy, self.disabled) for policy in runner.policy_names()])
 
     def compare_options(self) -> bool:
-        """Run policy A with every optimization on, then with each one off alone (an
-        ablation); each adds a row to ``comparison``. The settings and views stay as they are."""
+        """Time policy A with every optimization on, then with each one off alone (an
+        ablation), interleaved in one measurement; each adds a row to ``comparison``. The
+        settings and views stay as they are."""
         switches = self.param.optimizations.objects
         return self._compare([(self.policy_a, ())] + [(self.policy_a, (n,)) for n in switches])
 
     def _compare(self, runs: list[tuple[str, tuple[str, ...]]]) -> bool:
-        """Compile and run each (policy, disabled optimizations) aside from the shown runs."""
+        """Compile each (policy, disabled optimizations) aside from the shown runs, then time
+        them all interleaved; one row each (its launches from its last timed run)."""
         with self._working():
             if self._compiled is None and not self.compile():
                 return False
             compiled = {self.disabled: self._compiled}
-            rows = []
             try:
                 instances = self._model_spec().instances(self.batch_size, self.seed)
+                configs, labels = {}, {}
                 for policy, disabled in runs:
+                    self._check()
                     if disabled not in compiled:
+                        self._set_progress(-1, f"compiling with {options_label(disabled)}")
                         compiled[disabled] = runner.compile_module(
                             self._module, self._weights, disabled
                         )
-                    ran = runner.run_program(compiled[disabled], instances, policy, self.backend)
-                    rows.append(compare_row(ran.trace, options_label(disabled)))
-            except AcrobatError as err:
-                self.run_error = f"the comparison could not run: {err}"
+                    name = f"{policy} · {options_label(disabled)}"
+                    configs[name] = runner.run_stats(
+                        compiled[disabled], instances, policy, self.backend
+                    )
+                    labels[name] = (policy, options_label(disabled))
+                repeats, note = self._plan(instances, runs[0][0], len(configs))
+                timing = self._time(configs, repeats, note)
+            except runner.Cancelled:
                 return False
-            finally:
-                self._record(*rows)
+            except AcrobatError as err:
+                self.run_error = f"the comparison could not run: {self._run_failure(err)}"
+                return False
+            self._record(
+                *(
+                    compare_row_from_stats(
+                        self._last_stats(name), labels[name][1], timing.spreads[name]
+                    )
+                    for name in configs
+                )
+            )
             return True
+
+    # --- sharing -------------------------------------------------------------------------------
 
     @contextmanager
     def _quietly(self):
@@ -245,45 +597,113 @@ class ExplorerState(param.Parameterized):
         finally:
             self._quiet -= 1
 
+    def settings_event(self) -> SessionSettings:
+        """The page's settings, as the event a saved session trace starts with."""
+        return SessionSettings(
+            model=self.model,
+            size=self.size,
+            source=self.source,
+            batch_size=self.batch_size,
+            seed=self.seed,
+            backend=self.backend,
+            policy_a=self.policy_a,
+            policy_b=self.policy_b,
+            disabled=self.disabled,
+        )
+
     def session_trace(self) -> Trace:
-        """The compile trace followed by policy A's and policy B's runs, as one trace."""
-        return join_traces(self.compile_trace, self.trace_a, self.trace_b)
+        """The page's settings, the compile trace, then policy A's and policy B's runs, as one
+        trace."""
+        settings = Trace([self.settings_event()]) if not self.viewing else None
+        return join_traces(settings, self.compile_trace, self.trace_a, self.trace_b)
 
     def trace_text(self) -> str:
         """``session_trace()`` as JSON Lines text (what the download button saves)."""
         return dumps(self.session_trace())
 
+    def request_load(self, text: str, name: str) -> None:
+        """What opening a file does: ``load_trace_text``, on the worker thread in the app."""
+        self.submit(self.load_trace_text, text, name)
+
     def load_trace_text(self, text: str, name: str = "uploaded trace") -> bool:
         """Show a trace saved by ``trace_text()`` (or ``Trace.save``): its passes and its first
-        two runs as policy A and B. Nothing is rerun. Sets ``run_error`` if it is no trace."""
+        two runs as policy A and B. Nothing is rerun. A file the explorer saved sets the whole
+        page to it (model, size, source, options, run settings); any other trace is shown
+        read-only (``viewing``) until :meth:`close_file`. Sets ``run_error`` if it is no
+        trace."""
         try:
             with self._working():
+                self._set_progress(-1, f"reading {name}")
                 bundle = split_trace(loads(text, name))
         except ValueError as err:
-            self.run_error = f"could not read {name}: {err}"
+            hint = ""
+            if text.lstrip().startswith('{"traceEvents"'):
+                hint = (
+                    " (this is a Chrome trace, for Perfetto or chrome://tracing; the explorer "
+                    "opens the .jsonl trace it saves)"
+                )
+            self.run_error = f"could not read {name}: {err}{hint}"
             return False
         if not bundle.runs and not len(bundle.compile):
             self.run_error = f"{name} holds no trace events"
             return False
         runs = list(bundle.runs) + [None, None]
         stages = pipeline_stages(bundle.compile)
-        self._compiled = None
-        with self._quietly():
+        settings = bundle.settings
+        restored = settings is not None and settings.model in self.param.model.objects
+        with self._working(), self._quietly():
+            if restored:
+                self._restore(settings)
+            else:
+                self._compiled = None
             for side, trace in zip("ab", runs[:2]):
                 policy = _policy_of(trace)
                 if policy in self.param.policy_a.objects:
                     setattr(self, f"policy_{side}", policy)
+            compile_trace = bundle.compile if len(bundle.compile) else None
+            shown = {"compile_trace": compile_trace} if compile_trace or not restored else {}
+            if not restored:
+                shown["ir_text"] = stages[0].text if stages else ""
+            self._workload = ()
             self.param.update(
-                compile_trace=bundle.compile if len(bundle.compile) else None,
-                ir_text=stages[0].text if stages else "",
+                **shown,
                 trace_a=runs[0],
                 trace_b=runs[1],
                 comparison=[compare_row(t) for t in bundle.runs if _finished(t)],
                 timings={},
+                timing=None,
                 run_error="",
+                viewing="" if restored else name,
                 origin=f"{name} ({len(bundle.runs)} run(s); nothing was rerun)",
             )
         return True
+
+    def _restore(self, settings: SessionSettings) -> None:
+        """Set the page to a saved session's settings and compile its source (no run)."""
+        sizes = self.param.size.objects
+        switches = self.param.optimizations.objects
+        backend = settings.backend if settings.backend in self.param.backend.objects else None
+        self._spec = None
+        self._batch_chosen = True
+        self.param.update(
+            model=settings.model,
+            size=settings.size if settings.size in sizes else self.size,
+            source=settings.source,
+            batch_size=max(1, min(1024, int(settings.batch_size))),
+            seed=max(0, int(settings.seed)),
+            optimizations=[n for n in switches if n not in settings.disabled],
+            viewing="",
+            **({"backend": backend} if backend else {}),
+        )
+        self.compile()
+
+    def close_file(self) -> None:
+        """Leave the read-only view of a file: reload the sidebar's model."""
+        self.viewing = ""
+        self.load_model()
+
+    def _last_stats(self, name: str) -> dict:
+        return self._results.get(name, {})
 
     def _model_spec(self):
         if self._spec is None or (self._spec.name, self._spec.size) != (self.model, self.size):
@@ -293,19 +713,6 @@ class ExplorerState(param.Parameterized):
     def _params(self, module) -> dict:
         edited = self.source != models.source(self.model)
         return runner.fresh_params(module) if edited else self._model_spec().params
-
-    @contextmanager
-    def _working(self):
-        """Set ``busy`` for the outermost of nested compile/run calls."""
-        self._busy += 1
-        if self._busy == 1:
-            self.busy = True
-        try:
-            yield
-        finally:
-            self._busy -= 1
-            if self._busy == 0:
-                self.busy = False
 
 
 def _parse_with_declared_sizes(source: str, sizes: dict[str, int], filename: str):

@@ -81,7 +81,8 @@ class Explorer(pn.viewable.Viewer):
     state = param.ClassSelector(class_=ExplorerState)
 
     def __init__(self, **params):
-        params.setdefault("state", ExplorerState(auto_run=True))
+        # the app's store works on its own thread: the server keeps answering other pages
+        params.setdefault("state", ExplorerState(auto_run=True, background=True))
         super().__init__(**params)
         state = self.state
         self.picker = ModelPicker(state=state)
@@ -129,10 +130,10 @@ class Explorer(pn.viewable.Viewer):
         self.tabs.active = self.tab_names.index(title)
 
     def __panel__(self):
+        # No loading overlay: the status line shows progress and Cancel while work runs.
         return pn.Column(
             self.status,
             self.tabs,
-            loading=self.state.param.busy,
             sizing_mode="stretch_width",
             css_classes=["explorer-main"],
         )

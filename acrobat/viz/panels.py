@@ -77,9 +77,8 @@ class SourceEditor(pn.viewable.Viewer):
         return pn.Column(self._button, self._alert, self._editor, sizing_mode="stretch_width")
 
     def _compile(self, _event=None) -> None:
-        with self._button.param.update(loading=True):
-            self.state.source = self._editor.value
-            self.state.compile_and_run()
+        self.state.param.update(source=self._editor.value, viewing="")
+        self.state.request_compile()
 
     def _show_source(self, event: param.parameterized.Event) -> None:
         self._editor.value = event.new

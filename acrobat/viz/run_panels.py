@@ -1,7 +1,8 @@
 """Panel viewers for running: the run settings (sidebar), the status line, trace files.
 
 They only show the store's parameters and write user input back into it; compiling and running
-live in ``acrobat.viz.app_state``. Slow work is marked by binding ``loading`` to ``state.busy``.
+live in ``acrobat.viz.app_state`` (on its worker thread in the app). While work is in flight the
+status line shows a progress bar, what is being done, and a Cancel button.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import panel as pn
 import param
 
 from acrobat.viz import runner
-from acrobat.viz.app_state import ExplorerState
+from acrobat.viz.app_state import MAX_UPLOAD_MB, ExplorerState, RunTiming
+
+UPLOAD_LIMIT = MAX_UPLOAD_MB * 1024 * 1024
 
 BATCH_SLIDER_END = 256
 
@@ -61,6 +64,14 @@ class RunSettings(pn.viewable.Viewer):
             sizing_mode="stretch_width",
             css_classes=["policy-b"],
         )
+        self.repeats = pn.widgets.IntInput.from_param(
+            state.param.repeats,
+            label="Timed repeats",
+            sizing_mode="stretch_width",
+            description="Each policy runs once to warm up, then this many times, interleaved; "
+            "times are medians with their interquartile range.",
+            css_classes=["repeats"],
+        )
         self.optimizations = pn.widgets.CheckBoxGroup.from_param(
             state.param.optimizations, inline=False, css_classes=["optimizations"]
         )
@@ -71,7 +82,12 @@ class RunSettings(pn.viewable.Viewer):
             sizing_mode="stretch_width",
             loading=state.param.busy,
         )
-        self.run_button.on_click(lambda _event: state.run())
+        self.run_button.on_click(lambda _event: state.request_run())
+        # a file shown read-only is not the sidebar's model: running it would mislead
+        state.param.watch(self._viewing, "viewing")
+
+    def _viewing(self, event: param.parameterized.Event) -> None:
+        self.run_button.disabled = bool(event.new)
 
     def _set_batch(self, event: param.parameterized.Event) -> None:
         self.state.batch_size = event.new
@@ -82,6 +98,7 @@ class RunSettings(pn.viewable.Viewer):
             self.seed,
             self.backend,
             pn.Row(self.policy_a, self.policy_b, sizing_mode="stretch_width"),
+            self.repeats,
             pn.pane.Markdown("**Optimizations**", margin=(5, 10, 0, 10)),
             self.optimizations,
             self.run_button,
@@ -91,46 +108,122 @@ class RunSettings(pn.viewable.Viewer):
 
 
 class StatusLine(pn.viewable.Viewer):
-    """Above the tabs: what the views show, how long it took, and any run error."""
+    """Above the tabs: what the views show, the measured times (median and IQR, and whether
+    A and B differ beyond noise), progress with a Cancel button while working, and any run
+    error or note."""
 
     state = param.ClassSelector(class_=ExplorerState)
 
     def __init__(self, **params):
         super().__init__(**params)
+        state = self.state
         self.summary = pn.pane.HTML(
             pn.bind(
                 self._summary,
-                self.state.param.origin,
-                self.state.param.timings,
-                self.state.param.error,
+                state.param.origin,
+                state.param.timings,
+                state.param.error,
+                state.param.timing,
             ),
             css_classes=["run-status"],
             sizing_mode="stretch_width",
             margin=(0, 10),
         )
+        self.bar = pn.indicators.Progress(
+            value=pn.bind(lambda p: p if p >= 0 else -1, state.param.progress),
+            max=100,
+            active=pn.bind(lambda p: p < 0, state.param.progress),
+            width=220,
+            css_classes=["run-progress"],
+            margin=(8, 10),
+        )
+        self.progress_text = pn.pane.HTML(
+            pn.bind(html.escape, state.param.progress_text),
+            css_classes=["run-progress-text"],
+            margin=(0, 10),
+        )
+        self.cancel_button = pn.widgets.Button(
+            label="Cancel", color="warning", css_classes=["cancel-button"], width=90
+        )
+        self.cancel_button.on_click(lambda _event: state.cancel())
+        self.working = pn.Row(
+            self.bar,
+            self.progress_text,
+            self.cancel_button,
+            visible=state.param.busy,
+            css_classes=["run-working"],
+            sizing_mode="stretch_width",
+        )
+        self.notice = pn.pane.Alert(
+            pn.bind(html.escape, state.param.notice),
+            alert_type="info",
+            visible=pn.bind(bool, state.param.notice),
+            css_classes=["run-notice"],
+            sizing_mode="stretch_width",
+        )
+        self.close_button = pn.widgets.Button(
+            label="Back to the model", css_classes=["close-file"], width=160
+        )
+        self.close_button.on_click(lambda _event: state.close_file())
+        self.viewing = pn.Row(
+            pn.pane.HTML(pn.bind(self._viewing_text, state.param.viewing), margin=(8, 10)),
+            self.close_button,
+            visible=pn.bind(bool, state.param.viewing),
+            css_classes=["viewing-file"],
+            sizing_mode="stretch_width",
+        )
         self.alert = pn.pane.Alert(
-            pn.bind(html.escape, self.state.param.run_error),
+            pn.bind(html.escape, state.param.run_error),
             alert_type="warning",
-            visible=pn.bind(bool, self.state.param.run_error),
+            visible=pn.bind(bool, state.param.run_error),
             css_classes=["run-error"],
             sizing_mode="stretch_width",
         )
 
     def __panel__(self):
-        return pn.Column(self.summary, self.alert, sizing_mode="stretch_width")
+        return pn.Column(
+            self.summary,
+            self.working,
+            self.viewing,
+            self.notice,
+            self.alert,
+            sizing_mode="stretch_width",
+        )
 
     @staticmethod
-    def _summary(origin: str, timings: dict, error: str) -> str:
+    def _viewing_text(name: str) -> str:
+        return (
+            f"<b>Viewing {html.escape(name)}</b> (read-only): this trace does not say which "
+            "program and settings made it, so the sidebar and the Program tab do not show them."
+        )
+
+    @staticmethod
+    def _summary(origin: str, timings: dict, error: str, timing: RunTiming | None) -> str:
         if error:
             return "<i>Not compiled: fix the error in the Program tab.</i>"
         parts = [f"<b>{html.escape(origin)}</b>" if origin else "<i>not run yet</i>"]
-        names = {"compile_ms": "compile", "run_a_ms": "run A", "run_b_ms": "run B"}
-        parts += [f"{names[k]} {v:.0f} ms" for k, v in timings.items() if k in names]
+        if "compile_ms" in timings:
+            parts.append(f"compile {timings['compile_ms']:.0f} ms")
+        if timing is not None and timing.spreads:
+            policies = list(timing.spreads)
+            for policy in policies:
+                s = timing.spreads[policy]
+                parts.append(
+                    f"{html.escape(policy)} {s.median:.3g} ms (IQR {s.q1:.3g}–{s.q3:.3g}, n={s.n})"
+                )
+            if len(policies) == 2:
+                parts.append(f"<i>{html.escape(timing.verdict_text(*policies))}</i>")
+            if timing.note:
+                parts.append(html.escape(timing.note))
         return " · ".join(parts)
 
 
 class TraceFiles(pn.viewable.Viewer):
-    """Sidebar: download this session's traces as JSON Lines, or open a saved one."""
+    """Sidebar: download this session's traces as JSON Lines, or open a saved one.
+
+    The browser refuses a file over ``MAX_UPLOAD_MB`` before sending it (it says so in the
+    drop area) and the file travels in chunks, so no upload can overflow the websocket and end
+    the session; the server checks the size again and reads the file on the worker thread."""
 
     state = param.ClassSelector(class_=ExplorerState)
 
@@ -144,13 +237,18 @@ class TraceFiles(pn.viewable.Viewer):
             sizing_mode="stretch_width",
             css_classes=["trace-download"],
         )
-        self.upload = pn.widgets.FileInput(
-            accept=".jsonl,.json,.txt",
+        self.upload = pn.widgets.FileDropper(
             multiple=False,
+            max_file_size=f"{MAX_UPLOAD_MB}MB",
+            chunk_size=4_000_000,
+            layout="compact",
             sizing_mode="stretch_width",
             css_classes=["trace-upload"],
         )
         self.upload.param.watch(self._open, "value")
+        self.refused = pn.pane.Alert(
+            "", alert_type="warning", visible=False, css_classes=["upload-refused"]
+        )
         self.state.param.watch(self._name, ["trace_a", "trace_b"])
         self._name()
 
@@ -158,8 +256,11 @@ class TraceFiles(pn.viewable.Viewer):
         return pn.Column(
             pn.pane.Markdown("**Share a run**", margin=(5, 10, 0, 10)),
             self.download,
-            pn.pane.Markdown("Open a saved trace:", margin=(0, 10)),
+            pn.pane.Markdown(
+                f"Open a saved trace (.jsonl, up to {MAX_UPLOAD_MB} MB):", margin=(0, 10)
+            ),
             self.upload,
+            self.refused,
             sizing_mode="stretch_width",
         )
 
@@ -171,7 +272,22 @@ class TraceFiles(pn.viewable.Viewer):
         self.download.filename = f"acrobat-{state.model}-{state.policy_a}-{state.policy_b}.jsonl"
 
     def _open(self, event: param.parameterized.Event) -> None:
-        if event.new is None:
-            return
-        text = event.new.decode("utf-8", errors="replace")
-        self.state.load_trace_text(text, self.upload.filename or "uploaded trace")
+        for name, content in dict(event.new or {}).items():
+            self.open_bytes(name, content)
+
+    def open_bytes(self, name: str, content: bytes | str) -> bool:
+        """Open one uploaded file, refusing it (with a message) when over the limit."""
+        size = len(content)
+        if size > UPLOAD_LIMIT:
+            self.refused.param.update(
+                object=(
+                    f"{html.escape(name)} is {size / 2**20:.1f} MB: the explorer opens traces "
+                    f"up to {MAX_UPLOAD_MB} MB. Save a smaller run (fewer instances)."
+                ),
+                visible=True,
+            )
+            return False
+        self.refused.visible = False
+        text = content if isinstance(content, str) else content.decode("utf-8", errors="replace")
+        self.state.request_load(text, name or "uploaded trace")
+        return True

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,11 @@ import acrobat
 from acrobat.trace import Trace
 
 AUTO = "auto"  # acrobat.run(backend="auto"): a choice among the backends, not one of them
+PROBE_SMALL, PROBE_LARGE = 2, 8  # instances in the runs that estimate a run's cost
+
+
+class Cancelled(Exception):
+    """The user cancelled the work in flight (raised by a progress hook between runs)."""
 
 
 def policy_names() -> tuple[str, ...]:
@@ -72,6 +78,50 @@ def run_program(compiled: Compiled, instances: list, policy: str, backend: str) 
         compiled.program, instances, policy=policy, backend=backend, trace_level="nodes"
     )
     return Ran(policy, result.trace, (time.perf_counter() - started) * 1000)
+
+
+def run_stats(compiled: Compiled, instances: list, policy: str, backend: str) -> Callable:
+    """A callable running ``instances`` once, untraced, returning the run's ``stats``: what
+    :func:`time_runs` times (the traced runs the views draw are slower than untraced ones)."""
+
+    def once() -> dict:
+        return acrobat.run(compiled.program, instances, policy=policy, backend=backend).stats
+
+    return once
+
+
+def time_runs(
+    configs: dict[str, Callable],
+    repeats: int,
+    warmup: int,
+    on_run: Callable[[int, int], None] | None = None,
+):
+    """``acrobat.measure`` over ``configs``: ``warmup`` dropped rounds, then ``repeats``
+    interleaved rounds; medians and spreads per configuration (an ``acrobat.Measurement``).
+    ``on_run(done, total)`` reports progress and may raise :class:`Cancelled`."""
+    return acrobat.measure(configs, repeats=repeats, warmup=warmup, on_run=on_run)
+
+
+def probe_ms(compiled: Compiled, instances: list, policy: str, backend: str) -> float:
+    """Estimate one untraced run of all ``instances`` (ms) before making it: run one
+    instance (untimed: it compiles the kernels), then time ``PROBE_SMALL`` and
+    ``PROBE_LARGE`` instances and extend the line through them (a fixed cost plus a cost per
+    instance). On the built-in models at small size this lands within about 2x of a real run
+    of 64 for a few percent of its cost."""
+
+    def timed(xs: list) -> float:
+        started = time.perf_counter()
+        acrobat.run(compiled.program, xs, policy=policy, backend=backend)
+        return (time.perf_counter() - started) * 1000
+
+    n = len(instances)
+    timed(instances[:1])
+    if n <= PROBE_LARGE:
+        return timed(instances)
+    small, large = timed(instances[:PROBE_SMALL]), timed(instances[:PROBE_LARGE])
+    per_instance = max(0.0, (large - small) / (PROBE_LARGE - PROBE_SMALL))
+    fixed = max(0.0, small - PROBE_SMALL * per_instance)
+    return fixed + per_instance * n
 
 
 def load_spec(model: str, size: str):

@@ -3,7 +3,9 @@
 A run's trace is a :class:`~acrobat.trace.Trace` ending in ``RunSummary``; the compile trace holds
 ``PassApplied`` / ``TaintComputed``. Joined in order they are one JSON Lines file (the format of
 ``Trace.save``), and :func:`split_trace` cuts such a file back into its parts, so a downloaded
-session re-opens with every view (policy A is the first run, policy B the second).
+session re-opens with every view (policy A is the first run, policy B the second). A file the
+explorer saved starts with a ``SessionSettings`` event (model, size, source, run settings), so
+opening it restores the whole page; a trace saved from Python has none.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from acrobat.trace import Event, PassApplied, RunSummary, TaintComputed, Trace
+from acrobat.trace import Event, PassApplied, RunSummary, SessionSettings, TaintComputed, Trace
 
 COMPILE_EVENTS = (PassApplied, TaintComputed)
 
@@ -22,6 +24,7 @@ class TraceBundle:
 
     compile: Trace
     runs: tuple[Trace, ...]
+    settings: SessionSettings | None = None
 
 
 def join_traces(compile_trace: Trace | None, *runs: Trace | None) -> Trace:
@@ -34,11 +37,16 @@ def join_traces(compile_trace: Trace | None, *runs: Trace | None) -> Trace:
 
 
 def split_trace(trace: Trace) -> TraceBundle:
-    """Cut a joined trace into its compile events and its runs (each run ends at RunSummary)."""
+    """Cut a joined trace into its compile events and its runs (each run ends at RunSummary);
+    the first ``SessionSettings`` event, if any, becomes ``settings``."""
+    settings: SessionSettings | None = None
     compile_events: list[Event] = []
     runs: list[list[Event]] = []
     open_run: list[Event] | None = None
     for event in trace.events:
+        if isinstance(event, SessionSettings):
+            settings = settings or event
+            continue
         if open_run is None and isinstance(event, COMPILE_EVENTS):
             compile_events.append(event)
             continue
@@ -48,7 +56,8 @@ def split_trace(trace: Trace) -> TraceBundle:
         open_run.append(event)
         if isinstance(event, RunSummary):
             open_run = None
-    return TraceBundle(Trace(compile_events), tuple(Trace(events) for events in runs))
+    runs_traces = tuple(Trace(events) for events in runs)
+    return TraceBundle(Trace(compile_events), runs_traces, settings)
 
 
 def dumps(trace: Trace) -> str:

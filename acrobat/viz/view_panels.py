@@ -11,7 +11,7 @@ import panel as pn
 import param
 
 from acrobat.viz.app_state import ExplorerState
-from acrobat.viz.compare_view import compare_figure, compare_table_html
+from acrobat.viz.compare_view import SORT_KEYS, compare_figure, compare_table_html, sort_rows
 from acrobat.viz.dfg_view import FOLD_ABOVE, dfg_legend_html, dfg_model, dfg_svg, instances_in
 from acrobat.viz.ir_view import TABLE_CSS
 from acrobat.viz.lazy_view import LazyView
@@ -29,6 +29,9 @@ SWATCH_CSS = """
 .dfg-svg svg { max-width: 100%; height: auto; }
 .dfg-legend .swatch { display: inline-block; width: 12px; height: 12px; margin: 0 3px 0 8px;
   border: 1px solid #8c959f; border-radius: 2px; vertical-align: middle; }
+.policy-swatch { display: inline-block; width: 10px; height: 10px; margin-right: 6px;
+  border-radius: 2px; vertical-align: middle; }
+.compare-verdict { font-size: 13px; margin: 4px 0; }
 """
 
 
@@ -148,25 +151,37 @@ class TimelineView(LazyView):
 
 
 class CompareView(LazyView):
-    """Latency, launches, mean batch size and host overhead of every run of this workload."""
+    """Latency (median and IQR of interleaved runs), launches, mean batch size and host
+    overhead of every configuration timed on this workload; sortable, clearable, log scale."""
+
+    sort_by = param.Selector(default="order run", objects=list(SORT_KEYS), doc="row order")
+    descending = param.Boolean(default=False, doc="sort from the largest")
+    log_scale = param.Boolean(default=False, doc="metric axes on a log scale")
 
     def __init__(self, **params):
         super().__init__(**params)
-        busy = self.state.param.busy
+        state = self.state
         self.policies_button = pn.widgets.Button(
             label="Compare all policies",
             color="primary",
-            loading=busy,
             css_classes=["compare-policies"],
         )
         self.options_button = pn.widgets.Button(
-            label="Ablate optimizations (policy A)", loading=busy, css_classes=["compare-options"]
+            label="Ablate optimizations (policy A)", css_classes=["compare-options"]
         )
-        self.policies_button.on_click(lambda _event: self.state.compare_policies())
-        self.options_button.on_click(lambda _event: self.state.compare_options())
-        self.table = pn.pane.HTML("", stylesheets=[TABLE_CSS], css_classes=["compare-table"])
+        self.clear_button = pn.widgets.Button(label="Clear rows", css_classes=["compare-clear"])
+        self.policies_button.on_click(lambda _event: state.submit(state.compare_policies))
+        self.options_button.on_click(lambda _event: state.submit(state.compare_options))
+        self.clear_button.on_click(lambda _event: state.clear_comparison())
+        for button in (self.policies_button, self.options_button):
+            button.disabled = bool(state.viewing)
+        state.param.watch(self._viewing, "viewing")
+        self.table = pn.pane.HTML(
+            "", stylesheets=[TABLE_CSS, SWATCH_CSS], css_classes=["compare-table"]
+        )
         self.plot = pn.pane.Bokeh(None, sizing_mode="stretch_width", css_classes=["compare"])
         self.watch_state("comparison")
+        self.param.watch(self._refresh, ["sort_by", "descending", "log_scale"])
         self._refresh()
 
     @property
@@ -174,14 +189,28 @@ class CompareView(LazyView):
         """The Bokeh grid of the four metric charts, or None before any run."""
         return self.plot.object
 
+    def _viewing(self, event: param.parameterized.Event) -> None:
+        self.policies_button.disabled = self.options_button.disabled = bool(event.new)
+
     def __panel__(self):
-        buttons = pn.Row(self.policies_button, self.options_button)
-        return pn.Column(buttons, self.table, self.plot, sizing_mode="stretch_width")
+        buttons = pn.Row(self.policies_button, self.options_button, self.clear_button)
+        order = pn.Row(
+            pn.widgets.Select.from_param(self.param.sort_by, label="Sort by", width=140),
+            pn.widgets.Checkbox.from_param(self.param.descending, label="largest first"),
+            pn.widgets.Checkbox.from_param(self.param.log_scale, label="log scale"),
+            css_classes=["compare-order"],
+        )
+        return pn.Column(buttons, order, self.table, self.plot, sizing_mode="stretch_width")
+
+    @property
+    def rows(self):
+        """The rows as shown: ``state.comparison`` in the chosen order."""
+        return sort_rows(self.state.comparison, self.sort_by, self.descending)
 
     def _refresh(self, *_events) -> None:
-        rows = self.state.comparison
+        rows = self.rows
         self.table.object = compare_table_html(rows)
-        self.plot.object = compare_figure(rows) if rows else None
+        self.plot.object = compare_figure(rows, self.log_scale) if rows else None
         self.plot.visible = bool(rows)
 
 

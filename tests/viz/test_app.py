@@ -192,13 +192,29 @@ def test_trace_download_and_upload(explorer):
     assert text == explorer.state.trace_text()
     assert files.download.filename == "acrobat-treelstm-acrobat-dynet-depth.jsonl"
     other = Explorer(state=ExplorerState(model="birnn", size="tiny"))
-    other.files.upload.param.update(filename="shared.jsonl", value=text.encode())
+    other.files.upload.value = {"shared.jsonl": text.encode()}
     assert other.state.trace_a.events == explorer.state.trace_a.events
     other.open_tab("Schedule")
     assert other.schedule.figure is not None
     assert "shared.jsonl" in other.status.summary.object
-    other.files.upload.param.update(filename="junk.txt", value=b"\x00garbage")
+    # the file carried the page's settings: the sidebar and source follow it
+    assert (other.state.model, other.state.size) == ("treelstm", "tiny")
+    assert other.state.source == explorer.state.source and other.state.viewing == ""
+    other.files.upload.value = {"junk.txt": b"\x00garbage"}
     assert "junk.txt" in other.state.run_error
+
+
+def test_an_upload_over_the_limit_is_refused_and_the_page_keeps_working(explorer, monkeypatch):
+    from acrobat.viz import run_panels
+
+    monkeypatch.setattr(run_panels, "UPLOAD_LIMIT", 1000)
+    shown = explorer.state.trace_a
+    assert explorer.files.open_bytes("big.jsonl", b"x" * 1001) is False
+    assert explorer.files.refused.visible and "big.jsonl is" in explorer.files.refused.object
+    assert explorer.state.trace_a is shown and explorer.state.run_error == ""
+    explorer.state.policy_b = "eager"  # still answers
+    assert explorer.state.trace_b is not None and explorer.files.open_bytes("ok.jsonl", b"")
+    assert not explorer.files.refused.visible
 
 
 def test_broken_program_shows_the_error_and_the_app_keeps_answering(explorer):

@@ -289,3 +289,102 @@ def test_edit_keeps_the_sizes_it_still_declares(state):
     )
     assert state.compile(), state.error
     assert state.sizes_used == {keep: sizes[keep]}
+
+
+# --- the worker thread: progress, cancel, superseding -----------------------------------------
+
+
+def test_background_store_works_on_its_thread_and_reports_progress():
+    seen = []
+    state = ExplorerState(
+        model="treelstm", size="tiny", batch_size=4, auto_run=True, background=True
+    )
+    state.param.watch(lambda e: seen.append(e.new), "progress_text")
+    assert state.wait(120)
+    assert state.error == "" and state.run_error == ""
+    assert _policy(state.trace_a) == "acrobat" and _policy(state.trace_b) == "dynet-depth"
+    assert state.busy is False and state.progress_text == ""
+    assert any(text.startswith("timing ") for text in seen)
+    timing = state.timing
+    assert set(timing.spreads) == {"acrobat", "dynet-depth"} and timing.repeats == state.repeats
+    assert timing.spreads["acrobat"].n == state.repeats
+    # one source of truth: the medians in ``timings`` are the measurement's
+    assert state.timings["run_a_ms"] == timing.spreads["acrobat"].median
+    row = next(r for r in state.comparison if r.policy == "acrobat")
+    assert row.total_ms == timing.spreads["acrobat"].median and row.runs == state.repeats
+
+
+def test_cancel_stops_between_runs_and_keeps_what_finished(monkeypatch):
+    import time as _time
+
+    from acrobat.viz import runner
+
+    real = runner.run_stats
+
+    def slow(*args):
+        once = real(*args)
+
+        def run():
+            _time.sleep(0.05)
+            return once()
+
+        return run
+
+    monkeypatch.setattr(runner, "run_stats", slow)
+    state = ExplorerState(
+        model="treelstm", size="tiny", batch_size=2, auto_run=False, background=True, repeats=50
+    )
+    assert state.wait(60)
+    timing_started = []
+    state.param.watch(
+        lambda e: timing_started.append(1) if e.new.startswith("timing") else None,
+        "progress_text",
+    )
+    state.request_run()
+    deadline = _time.monotonic() + 60
+    while not timing_started and _time.monotonic() < deadline:
+        _time.sleep(0.01)
+    assert timing_started, "the run never started timing"
+    state.cancel()
+    assert state.wait(30), "cancel did not stop the work"
+    assert state.timing is None and "Cancelled" in state.notice
+    assert state.trace_a is not None and state.trace_b is not None  # the traced runs finished
+    state.cancel()  # idle: harmless
+    assert state.busy is False
+
+
+def test_a_newer_request_supersedes_the_work_in_flight():
+    state = ExplorerState(
+        model="treelstm", size="tiny", batch_size=4, auto_run=True, background=True
+    )
+    state.policy_b = "eager"
+    state.policy_b = "dynet-agenda"
+    assert state.wait(120)
+    assert _policy(state.trace_b) == "dynet-agenda" and state.run_error == ""
+    assert set(state.timing.spreads) == {"acrobat", "dynet-agenda"}
+
+
+def test_expensive_default_batch_is_lowered_and_a_chosen_one_kept(monkeypatch):
+    from acrobat.viz import app_state, runner
+
+    monkeypatch.setattr(runner, "probe_ms", lambda *a: 4 * app_state.RUN_BUDGET_MS)
+    state = ExplorerState(model="treelstm", size="tiny", auto_run=True)
+    assert state.batch_size == app_state.DEFAULT_BATCH // 4
+    assert "Batch lowered to 16" in state.notice
+    assert state.timing.repeats < state.repeats  # the long runs were cut, and it says so
+    assert "instead of" in state.timing.note
+    chosen = ExplorerState(model="treelstm", size="tiny", auto_run=True, batch_size=64)
+    assert chosen.batch_size == 64
+
+
+def test_a_trace_without_settings_is_viewed_read_only(live):
+    bundle_text = "".join(
+        line + "\n" for line in live.trace_text().splitlines() if "SessionSettings" not in line
+    )
+    other = ExplorerState(model="birnn", size="tiny", auto_run=True)
+    assert other.load_trace_text(bundle_text, "plain.jsonl")
+    assert other.viewing == "plain.jsonl" and other.model == "birnn"
+    other.policy_b = "eager"  # nothing reruns while viewing a file
+    assert other.trace_b.events == live.trace_b.events
+    other.close_file()
+    assert other.viewing == "" and _policy(other.trace_b) == "eager"

@@ -10,8 +10,11 @@ from acrobat.viz.compare_view import (
     compare_figure,
     compare_row,
     compare_table_html,
+    fastest,
     options_label,
+    sort_rows,
 )
+from acrobat.viz.colors import policy_color
 
 
 def test_row_reads_the_run_summary(treelstm):
@@ -43,10 +46,47 @@ def test_figure_has_a_chart_per_metric_and_a_bar_per_run(treelstm):
     assert compare_data(rows)["launches"] == [r.launches for r in rows]
 
 
-def test_table_marks_the_fastest(treelstm):
+def _spread(*samples):
+    import acrobat
+
+    return acrobat.baselines.measure.spread(samples)
+
+
+def test_table_names_a_winner_only_when_spreads_are_apart(treelstm):
     rows = [compare_row(t) for t in treelstm.runs.values()]
     table = compare_table_html(rows)
     assert table.count("<tr>") == len(rows) + 1
-    best = min(rows, key=lambda r: r.total_ms)
-    assert f"<b>{best.total_ms:.2f}</b>" in table
+    assert "<b>" not in table and "too few to compare" in table  # one run each: no winner
     assert "No runs yet" in compare_table_html([])
+
+    trace_a, trace_b = treelstm.runs["acrobat"], treelstm.runs["dynet-depth"]
+    apart = [
+        compare_row(trace_a, spread=_spread(10, 11, 12, 11, 10)),
+        compare_row(trace_b, spread=_spread(20, 22, 21, 20, 23)),
+    ]
+    table = compare_table_html(apart)
+    assert "<b>11.00</b>" in table and "Fastest: acrobat" in table
+    best, _ = fastest(apart)
+    assert best is apart[0] and apart[0].runs == 5 and apart[0].total_q1_ms == 10
+
+    close = [
+        compare_row(trace_a, spread=_spread(10, 11, 14, 12, 10)),
+        compare_row(trace_b, spread=_spread(12, 13, 11, 15, 12)),
+    ]
+    table = compare_table_html(close)
+    assert "<b>" not in table and "within noise" in table
+    assert fastest(close)[0] is None
+
+
+def test_rows_sort_and_the_figure_takes_a_log_scale(treelstm):
+    rows = [compare_row(t) for t in treelstm.runs.values()]
+    by_launches = sort_rows(rows, "launches", descending=True)
+    assert [r.launches for r in by_launches] == sorted((r.launches for r in rows), reverse=True)
+    assert sort_rows(rows) == rows and sort_rows(rows, descending=True) == rows[::-1]
+    grid = compare_figure(rows, log_scale=True)
+    latency = grid.children[0][0]
+    assert type(latency.x_scale).__name__ == "LogScale" and latency.x_range.start > 0
+    colors = latency.renderers[0].data_source.data["color"]
+    assert colors == [policy_color(r.policy) for r in rows]
+    assert policy_color("acrobat") != policy_color("eager")
+    assert policy_color("my-policy") == policy_color("my-policy")  # stable for new ones
