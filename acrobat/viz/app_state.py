@@ -35,6 +35,7 @@ from acrobat.viz.compare_view import (
     compare_row,
     compare_row_from_stats,
     options_label,
+    verdict_text,
 )
 from acrobat.viz.ir_view import pipeline_stages
 from acrobat.viz.trace_bundle import dumps, join_traces, loads, split_trace
@@ -42,10 +43,9 @@ from acrobat.viz.trace_bundle import dumps, join_traces, loads, split_trace
 SIZE_NAMES = ("tiny", "small", "large")
 WARMUP = 1  # dropped rounds before the timed ones
 DEFAULT_REPEATS = 5  # timed rounds per policy, by default
-MIN_REPEATS_FOR_VERDICT = 3  # fewer timed runs than this name no winner
 DEFAULT_BATCH = 64  # a model's batch when the user has not picked one ...
 MIN_DEFAULT_BATCH = 8  # ... halved down to this while one run is estimated over:
-RUN_BUDGET_MS = 500.0
+RUN_BUDGET_MS = 1000.0
 JOB_BUDGET_MS = 15_000.0  # timed repeats are cut so one request stays near this
 MAX_UPLOAD_MB = 32  # the largest trace file the explorer opens
 
@@ -78,17 +78,6 @@ class RunTiming:
         if sa is None or sb is None or a == b:
             return ""
         return verdict_text(sa, sb, a, b)
-
-
-def verdict_text(sa, sb, a: str, b: str) -> str:
-    """The verdict between two spreads, as the explorer words it everywhere."""
-    if min(sa.n, sb.n) < MIN_REPEATS_FOR_VERDICT:
-        return f"too few timed runs to call a winner (n={min(sa.n, sb.n)})"
-    if sa.overlaps(sb):
-        return f"{a} vs {b}: within noise (IQRs overlap)"
-    fast, slow = (a, b) if sa.median <= sb.median else (b, a)
-    ratio = max(sa.median, sb.median) / max(min(sa.median, sb.median), 1e-9)
-    return f"{fast} is {ratio:.2f}x faster than {slow} (IQRs apart)"
 
 
 class ExplorerState(param.Parameterized):

@@ -7,8 +7,10 @@ a saved trace has one run's latency only (``runs == 1``). Host overhead is the h
 before kernels run: DFG construction plus scheduling (``gen_ms + sched_ms``), the cost ACRoBat
 moves to compile time.
 
-No row is called faster than another unless their spreads are apart: the table names a winner
-only then, and says "within noise" otherwise.
+No row is called faster than another unless their spreads are apart and their medians differ by
+more than ``NOISE_FLOOR`` (on a shared machine, run order and cache state alone move a median by
+a few percent): the table names a winner only then, and says "within noise" otherwise. The
+status line words the verdict between policy A and B with the same rule (:func:`verdict_text`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ METRICS = (
 )
 ALL_ON = "all optimizations"
 MIN_RUNS_FOR_WINNER = 3  # fewer timed runs than this: no row is called the fastest
+NOISE_FLOOR = 0.05  # medians closer than this (relative) are within noise
 SORT_KEYS = {
     "order run": None,
     "latency": "total_ms",
@@ -60,8 +63,34 @@ class CompareRow:
     runs: int = 1  # timed runs behind the latency
 
     def overlaps(self, other: CompareRow) -> bool:
-        """Whether the latency IQRs of the two rows overlap."""
-        return self.total_q1_ms <= other.total_q3_ms and other.total_q1_ms <= self.total_q3_ms
+        """Whether the two latencies are within noise: their IQRs overlap, or their medians
+        are closer than ``NOISE_FLOOR``."""
+        return within_noise(
+            (self.total_ms, self.total_q1_ms, self.total_q3_ms),
+            (other.total_ms, other.total_q1_ms, other.total_q3_ms),
+        )
+
+
+def within_noise(a: tuple[float, float, float], b: tuple[float, float, float]) -> bool:
+    """``(median, q1, q3)`` twice: whether no difference can be claimed between them (their
+    interquartile ranges overlap, or the medians differ by less than ``NOISE_FLOOR``)."""
+    (ma, a1, a3), (mb, b1, b3) = a, b
+    if a1 <= b3 and b1 <= a3:
+        return True
+    return abs(ma - mb) < NOISE_FLOOR * max(min(ma, mb), 1e-12)
+
+
+def verdict_text(a, b, name_a: str, name_b: str) -> str:
+    """How the explorer words policy ``a`` against ``b`` (two ``acrobat.Spread``): too few
+    runs, within noise, or which is faster and by how much."""
+    n = min(a.n, b.n)
+    if n < MIN_RUNS_FOR_WINNER:
+        return f"too few timed runs to call a winner (n={n})"
+    if within_noise((a.median, a.q1, a.q3), (b.median, b.q1, b.q3)):
+        return f"{name_a} vs {name_b}: within noise"
+    fast, slow = (name_a, name_b) if a.median <= b.median else (name_b, name_a)
+    ratio = max(a.median, b.median) / max(min(a.median, b.median), 1e-12)
+    return f"{fast} is {ratio:.2f}x faster than {slow} (spreads apart)"
 
 
 def options_label(disabled: list[str] | tuple[str, ...]) -> str:
@@ -125,9 +154,13 @@ def fastest(rows: list[CompareRow]) -> tuple[CompareRow | None, str]:
         names = ", ".join(html.escape(t) for t in tied[:4]) + (" ..." if len(tied) > 4 else "")
         return None, (
             f"Fastest within noise: {html.escape(best.label)} and {names} "
-            "(their interquartile ranges overlap)."
+            f"(their interquartile ranges overlap or their medians are within "
+            f"{NOISE_FLOOR:.0%})."
         )
-    return best, f"Fastest: {html.escape(best.label)} (its IQR is apart from every other row's)."
+    return best, (
+        f"Fastest: {html.escape(best.label)} (its spread is apart from every other row's "
+        f"and its median more than {NOISE_FLOOR:.0%} lower)."
+    )
 
 
 def compare_data(rows: list[CompareRow]) -> dict[str, list]:

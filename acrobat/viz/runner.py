@@ -103,16 +103,19 @@ def time_runs(
 
 
 def probe_ms(compiled: Compiled, instances: list, policy: str, backend: str) -> float:
-    """Estimate one untraced run of all ``instances`` (ms) before making it: run one
+    """Estimate one untraced run of all ``instances`` (CPU ms) before making it: run one
     instance (untimed: it compiles the kernels), then time ``PROBE_SMALL`` and
     ``PROBE_LARGE`` instances and extend the line through them (a fixed cost plus a cost per
     instance). On the built-in models at small size this lands within about 2x of a real run
     of 64 for a few percent of its cost."""
 
     def timed(xs: list) -> float:
-        started = time.perf_counter()
+        # CPU time of this thread, not wall time: what else runs meanwhile (a browser, the
+        # server drawing another page, a build) must not make the estimate swing. (BLAS
+        # threads are not counted: at the probe's few instances the kernels are small.)
+        started = time.thread_time()
         acrobat.run(compiled.program, xs, policy=policy, backend=backend)
-        return (time.perf_counter() - started) * 1000
+        return (time.thread_time() - started) * 1000
 
     n = len(instances)
     timed(instances[:1])

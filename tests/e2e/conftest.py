@@ -1,0 +1,122 @@
+"""Browser-test fixtures: the explorer served as `make explorer` serves it, and Chromium.
+
+``explorer`` serves apps/explorer.py on a free localhost port (one server per test module, this
+checkout's ``acrobat`` first on the path), stopped at the end whatever happens; ``page`` is a
+fresh page of Debian's Chromium driven by Playwright (a launch failure fails the test: it is
+never skipped). Set ACROBAT_SCREENSHOTS=/some/dir to keep screenshots the tests take.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PANEL = Path(sys.executable).with_name("panel")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TIMEOUT_MS = 60_000
+# Set ACROBAT_SCREENSHOTS=/some/dir to keep a screenshot of each tab the tests open.
+SHOTS = os.environ.get("ACROBAT_SCREENSHOTS")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_until_serving(url: str, server: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"panel serve exited with {server.returncode}:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    break
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    else:
+        pytest.fail(f"panel serve did not answer {url} in time:\n{log.read_text()}")
+    # That GET ran the app script: a crash in it shows in the log, not in the status code.
+    if "Error running application handler" in log.read_text():
+        pytest.fail(f"apps/explorer.py failed when served:\n{log.read_text()}")
+
+
+@dataclass(frozen=True)
+class Served:
+    """Where the app answers, and the server's log (shown when a test fails)."""
+
+    url: str
+    log: Path
+
+    @contextmanager
+    def log_on_failure(self):
+        try:
+            yield
+        except Exception:
+            print(f"--- panel serve log ---\n{self.log.read_text()[-6000:]}")
+            raise
+
+
+@pytest.fixture(scope="module")
+def explorer(tmp_path_factory):
+    """Serve apps/explorer.py on a free localhost port; stop the server afterwards."""
+    port = _free_port()
+    log = tmp_path_factory.mktemp("explorer") / "panel-serve.log"
+    command = [str(PANEL), "serve", "apps/explorer.py", "--address", "127.0.0.1"]
+    command += ["--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}"]
+    # this checkout's acrobat, whichever one the interpreter has installed (a worktree)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    with log.open("w") as out:
+        server = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        url = f"http://127.0.0.1:{port}/explorer"
+        _wait_until_serving(url, server, log)
+        yield Served(url, log)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=15)
+
+
+@pytest.fixture
+def page(chromium_path):
+    """A fresh Chromium page; the browser is closed afterwards."""
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)  # Panel answers over a websocket: allow slow CI
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.set_default_timeout(TIMEOUT_MS)
+            yield page
+        finally:
+            browser.close()
