@@ -276,8 +276,10 @@ def measure_span(model: TimelineModel, start_ms: float, end_ms: float) -> tuple[
     return b - a, kernel, batches
 
 
+MEASURE_TOOL = "Measure a span (box select)"
 MEASURE_HINT = (
-    "<b>Measure</b>: pick the box-select tool and drag over the time axis of either run: "
+    "<b>Measure</b>: pick the box-select tool (Measure a span) and drag along the time axis of "
+    "either run: "
     "the span's length and the kernel time inside it show here for both runs."
 )
 
@@ -338,7 +340,9 @@ def timeline_figure(model: TimelineModel, colors: dict[str, str], x_range=None, 
     bars.nonselection_glyph.fill_alpha = 0.15
     zoom = BoxZoomTool(dimensions="width")
     wheel = WheelZoomTool(dimensions="width")
-    select = BoxSelectTool(dimensions="width", renderers=[bars], name="measure")
+    select = BoxSelectTool(
+        dimensions="width", renderers=[bars], name="measure", description=MEASURE_TOOL
+    )
     hover = HoverTool(
         renderers=[bars],
         tooltips=[
