@@ -105,7 +105,10 @@ class RunSummary(Event):
 
 @dataclass(frozen=True)
 class HostSpan(Event):
-    """A span of host time (e.g. "graph_construction", "scheduling", "gather")."""
+    """A span of host time. A batched run records "upload", "graph_construction" (the host
+    program; a fiber program's flushes run inside it), per flush "dfg_arrays", "scheduling" and
+    "execution", then "outputs", and "total" (the whole run); a direct run "direct" and
+    "total"."""
 
     name: str
     start_ms: float
