@@ -186,3 +186,23 @@ def test_untraced_run_exports_an_empty_trace(treelstm):
     res = _run(treelstm, trace_level="off")
     assert chrome_trace(res.trace)["traceEvents"] == []
     assert not res.trace.of(HostSpan) and not res.trace.of(RunSummary)
+
+
+def test_device_times_get_a_device_thread():
+    """Launches that measured device time (CUDA events) show it on thread 3, inside the
+    kernel step's window (the device start is not recorded: placed at the kernel's start)."""
+    t = Trace(
+        [
+            HostSpan("execution", 0.0, 1.0),
+            KernelLaunched(0, "k", 4, 0.2, 0.5, 64, "cupy", 0.25, 0.1, 0.6, True),
+            KernelLaunched(1, "k", 2, 0.6, 0.9, 32, "cupy", 0.5, 0.6, 0.95, True),
+            HostSpan("total", 0.0, 1.0),
+            RunSummary({"policy": "acrobat"}),
+        ]
+    )
+    doc = chrome_trace(t)
+    assert check_chrome_trace(doc) == []
+    device = slices_of(doc, 1, 3)
+    assert [e["dur"] for e in device] == pytest.approx([250.0, 300.0])  # 500 us cut to 300
+    assert [e["args"]["device ms"] for e in device] == [0.25, 0.5]
+    assert "fused gather" in slices_of(doc, 1, 2)[1]["args"]["step"]
