@@ -3,7 +3,10 @@
 A :class:`Trace` is an ordered list of frozen event records. Viewers (the explorer,
 notebooks) read traces only, never runtime internals, so a trace saved with
 :meth:`Trace.save` and shared with someone else shows them exactly the same views.
-This module uses the standard library only: it is the bottom layer.
+:func:`chrome_trace` turns a trace into the Chrome Trace Event Format (what
+``Trace.save(path, format="chrome")`` writes, for ui.perfetto.dev and chrome://tracing), from the
+nested slices of :func:`run_slices`, which the explorer's timeline draws too. This module uses
+the standard library and ``acrobat.errors`` only: it is the bottom layer.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from acrobat.errors import AcrobatNameError
+
 EVENT_TYPES: dict[str, type[Event]] = {}
+TRACE_FORMATS = ("jsonl", "chrome")
 
 
 @dataclass(frozen=True)
@@ -99,7 +105,10 @@ class RunSummary(Event):
 
 @dataclass(frozen=True)
 class HostSpan(Event):
-    """A span of host time (e.g. "graph_construction", "scheduling", "gather")."""
+    """A span of host time. A batched run records "upload", "graph_construction" (the host
+    program; a fiber program's flushes run inside it), per flush "dfg_arrays", "scheduling" and
+    "execution", then "outputs", and "total" (the whole run); a direct run "direct" and
+    "total"."""
 
     name: str
     start_ms: float
@@ -148,7 +157,14 @@ class BatchFormed(Event):
 
 @dataclass(frozen=True)
 class KernelLaunched(Event):
-    """One batched kernel launch with its host-side (or device) time."""
+    """One batched kernel launch with its host-side (or device) time.
+
+    ``start_ms``/``end_ms`` bound the kernel's own work (the call and the backend's
+    synchronize). A traced run also records the launch's sub-steps around it:
+    ``gather_start_ms`` is when the launch began (taking its record rows, allocating the output
+    block, gathering the inputs — or, with ``fused_gather``, only looking up their rows: the
+    kernel copies them itself) and ``scatter_end_ms`` when the rows of its outputs were
+    recorded. Both are ``None`` in traces written before they existed."""
 
     index: int
     kernel: str
@@ -158,6 +174,9 @@ class KernelLaunched(Event):
     bytes_gathered: int = 0
     device: str = "cpu"
     device_ms: float | None = None  # time on the device (CUDA events), when measured
+    gather_start_ms: float | None = None
+    scatter_end_ms: float | None = None
+    fused_gather: bool = False
 
 
 @dataclass(frozen=True)
@@ -216,9 +235,19 @@ class Trace:
     def __len__(self) -> int:
         return len(self.events)
 
-    def save(self, path: str | Path) -> None:
-        """Write the trace as JSON Lines (one event per line; never pickle)."""
+    def save(self, path: str | Path, format: str = "jsonl") -> None:
+        """Write the trace: ``format="jsonl"`` (the default) as JSON Lines, one event per line,
+        which :meth:`load` reads back (never pickle); ``format="chrome"`` as the Chrome Trace
+        Event Format (:func:`chrome_trace`), which ui.perfetto.dev and chrome://tracing open.
+        Another format raises :class:`~acrobat.errors.AcrobatNameError` naming the choices."""
+        if format not in TRACE_FORMATS:
+            raise AcrobatNameError(
+                f"unknown trace format {format!r}", hint=f"choose one of {TRACE_FORMATS}"
+            )
         with open(path, "w", encoding="utf-8") as f:
+            if format == "chrome":
+                json.dump(chrome_trace(self), f)
+                return
             for e in self.events:
                 f.write(json.dumps(e.to_dict()) + "\n")
 
@@ -234,3 +263,216 @@ class Trace:
                     except (ValueError, TypeError) as err:
                         raise ValueError(f"{path}:{n}: not a trace event: {err}") from None
         return cls(events)
+
+
+# -- nested slices and the Chrome Trace Event Format ---------------------------------------
+
+STEP_CATS = ("gather", "kernel", "scatter")
+SLICE_RANK = {"run": 0, "host": 1, "batch": 2, "gather": 3, "kernel": 3, "scatter": 3}
+TRACKS = ("host", "kernels", "device")  # Chrome trace thread ids 1, 2, 3 of each run
+_STEP_NOTES = {
+    "gather": "take the batch's record rows, allocate its output block, gather its inputs",
+    "gather (fused)": "take the batch's record rows, allocate its output block, look up its "
+    "input rows (the kernel copies them itself: fused gather)",
+    "kernel": "the kernel call and the backend's synchronize",
+    "scatter": "record where the outputs' rows now live (value id -> arena row)",
+}
+
+
+@dataclass(frozen=True)
+class Slice:
+    """One timed slice of a run, in milliseconds since the run began.
+
+    ``cat`` is "run", "host" (a host phase), "batch" (one kernel launch), "gather", "kernel"
+    or "scatter" (a launch's steps), "device" (device time of a launch) or "pass" (a
+    compiler pass). ``depth`` is its nesting depth: every slice lies inside the slices of
+    smaller depth before it on its track's flame (host and kernels nest as one flame)."""
+
+    name: str
+    cat: str
+    start_ms: float
+    end_ms: float
+    track: str
+    depth: int = 0
+    args: dict = field(default_factory=dict)
+
+    @property
+    def dur_ms(self) -> float:
+        return self.end_ms - self.start_ms
+
+
+def split_runs(trace: Trace) -> tuple[list[Event], list[list[Event]]]:
+    """The compile events before the first run (``PassApplied``, ``TaintComputed``) and each
+    run's events (a run ends at its ``RunSummary``)."""
+    compile_events: list[Event] = []
+    runs: list[list[Event]] = []
+    open_run: list[Event] | None = None
+    for event in trace.events:
+        if open_run is None and isinstance(event, (PassApplied, TaintComputed)):
+            compile_events.append(event)
+            continue
+        if open_run is None:
+            open_run = []
+            runs.append(open_run)
+        open_run.append(event)
+        if isinstance(event, RunSummary):
+            open_run = None
+    return compile_events, runs
+
+
+def run_policy(events: list[Event] | Trace) -> str:
+    """The scheduling policy of one run's events ("?" when none is recorded)."""
+    for e in events:
+        if isinstance(e, (ScheduleFormed, BatchFormed)):
+            return e.policy
+        if isinstance(e, RunSummary) and "policy" in e.stats:
+            return str(e.stats["policy"])
+    return "?"
+
+
+def run_slices(events: list[Event] | Trace) -> list[Slice]:
+    """One run's timed slices, nested by time: the run (its ``"total"`` host span), its host
+    phases (``HostSpan``), its batches (``KernelLaunched``, with their ``BatchFormed``) and
+    each batch's gather / kernel / scatter steps where the trace has them (traces written
+    before they were recorded have the batch only; the direct strategy has no batches), and
+    the device time of launches that measured it, on the "device" track.
+
+    Sorted by start (a parent before its children) with ``depth`` set. A slice that would
+    overlap the end of its parent (rounding; never seen) is cut at the parent's end."""
+    events = list(events)
+    policy = run_policy(events)
+    stats = next((e.stats for e in events if isinstance(e, RunSummary)), {})
+    flame: list[Slice] = []
+    device: list[Slice] = []
+    formed: BatchFormed | None = None
+    number = 0
+    for e in events:
+        if isinstance(e, HostSpan):
+            if e.name == "total":
+                args = {"policy": policy, **stats}
+                flame.append(Slice(f"run: {policy}", "run", e.start_ms, e.end_ms, "host", 0, args))
+            else:
+                flame.append(Slice(e.name, "host", e.start_ms, e.end_ms, "host"))
+        elif isinstance(e, BatchFormed):
+            formed = e
+        elif isinstance(e, KernelLaunched):
+            number += 1
+            args = {
+                "kernel": e.kernel,
+                "batch": number,
+                "batch size": e.size,
+                "bytes gathered": e.bytes_gathered,
+                "policy": policy,
+                "device": e.device,
+            }
+            if formed is not None and formed.index == e.index and formed.kernel == e.kernel:
+                args.update({"run pass": formed.run_pass, "level": formed.level})
+            formed = None
+            if e.device_ms is not None:
+                args["device ms"] = e.device_ms
+            begin = e.start_ms if e.gather_start_ms is None else e.gather_start_ms
+            end = e.end_ms if e.scatter_end_ms is None else e.scatter_end_ms
+            flame.append(Slice(e.kernel, "batch", begin, end, "kernels", 0, args))
+            steps = []
+            if e.gather_start_ms is not None:
+                note = _STEP_NOTES["gather (fused)" if e.fused_gather else "gather"]
+                steps.append(("gather", e.gather_start_ms, e.start_ms, note))
+            steps.append(("kernel", e.start_ms, e.end_ms, _STEP_NOTES["kernel"]))
+            if e.scatter_end_ms is not None:
+                steps.append(("scatter", e.end_ms, e.scatter_end_ms, _STEP_NOTES["scatter"]))
+            if len(steps) > 1:  # a batch with only its kernel step has no steps to show
+                for name, a, b, note in steps:
+                    flame.append(Slice(name, name, a, b, "kernels", 0, {**args, "step": note}))
+            if e.device_ms is not None:  # its start on the device is not recorded
+                dur = min(e.device_ms, e.end_ms - e.start_ms)
+                note = "device time; placed at the kernel step's start (not recorded)"
+                device_args = {**args, "step": note}
+                device.append(
+                    Slice(
+                        e.kernel, "device", e.start_ms, e.start_ms + dur, "device", 0, device_args
+                    )
+                )
+    return _nested(flame) + _nested(device)
+
+
+def _nested(slices: list[Slice]) -> list[Slice]:
+    """``slices`` sorted by start, parents first, with depths; a partial overlap is cut."""
+    order = sorted(slices, key=lambda s: (s.start_ms, -s.end_ms, SLICE_RANK.get(s.cat, 9)))
+    out: list[Slice] = []
+    stack: list[Slice] = []
+    for s in order:
+        while stack and not (stack[-1].start_ms <= s.start_ms and s.end_ms <= stack[-1].end_ms):
+            top = stack[-1]
+            if top.start_ms <= s.start_ms < top.end_ms:  # overlaps the parent's end: cut
+                s = dataclasses.replace(s, end_ms=top.end_ms)
+                break
+            stack.pop()
+        s = dataclasses.replace(s, depth=len(stack))
+        stack.append(s)
+        out.append(s)
+    return out
+
+
+def pass_slices(events: list[Event] | Trace) -> list[Slice]:
+    """The compiler passes of ``events`` (``PassApplied``) end to end from 0: a pass records
+    its duration, not its start."""
+    out, t = [], 0.0
+    for e in events:
+        if isinstance(e, PassApplied):
+            args = {"summary": e.summary, "start": "the sum of the earlier passes' durations"}
+            out.append(Slice(e.name, "pass", t, t + e.ms, "compile", 0, args))
+            t += e.ms
+    return out
+
+
+def chrome_trace(trace: Trace) -> dict[str, Any]:
+    """``trace`` in the Chrome Trace Event Format (a JSON-ready dict), as ui.perfetto.dev and
+    chrome://tracing read it.
+
+    Each run (a trace may hold several, e.g. an explorer session's policy A and B runs) is one
+    process, ``pid`` 1, 2, ... named "run N: <policy>", with the threads "host" (``tid`` 1: the
+    run and its host phases), "kernels" (2: batches and their gather / kernel / scatter
+    steps) and "device" (3: measured device time), each run's time from 0 at its start. The
+    compiler passes, when present, are one more process. Slices are complete events
+    (``"ph": "X"``) with ``ts`` and ``dur`` in microseconds, nested by time on each thread;
+    metadata events (``"ph": "M"``) name processes and threads."""
+    compile_events, runs = split_runs(trace)
+    events: list[dict[str, Any]] = []
+    groups = [(f"run {n}: {run_policy(run)}", run_slices(run)) for n, run in enumerate(runs, 1)]
+    passes = pass_slices(compile_events)
+    if passes:
+        groups.append(("compile (passes end to end)", passes))
+    for pid, (name, slices) in enumerate(groups, 1):
+        events.append(_meta("process_name", pid, 0, name=name))
+        events.append(_meta("process_sort_index", pid, 0, sort_index=pid))
+        tracks = [t for t in (*TRACKS, "compile") if any(s.track == t for s in slices)]
+        for track in tracks:
+            tid = _tid(track)
+            events.append(_meta("thread_name", pid, tid, name=track))
+            events.append(_meta("thread_sort_index", pid, tid, sort_index=tid))
+        for s in slices:
+            events.append(
+                {
+                    "name": s.name,
+                    "cat": s.cat,
+                    "ph": "X",
+                    "ts": s.start_ms * 1e3,
+                    "dur": max(s.dur_ms, 0.0) * 1e3,
+                    "pid": pid,
+                    "tid": _tid(s.track),
+                    "args": {k: _jsonable(v) for k, v in s.args.items()},
+                }
+            )
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {"generator": "acrobat", "runs": len(runs)},
+    }
+
+
+def _tid(track: str) -> int:
+    return TRACKS.index(track) + 1 if track in TRACKS else len(TRACKS) + 1
+
+
+def _meta(what: str, pid: int, tid: int, **args: Any) -> dict[str, Any]:
+    return {"name": what, "ph": "M", "pid": pid, "tid": tid, "args": args}

@@ -158,11 +158,29 @@ class Executor:
     # -- execution ---------------------------------------------------------------------
     def run(self, dfg: DFG, sched: Schedule, trace: Trace | None, t0: float, run_pass: int):
         """Execute every batch of ``sched`` in order; returns ``(bytes gathered, seconds
-        spent in kernel calls)`` (see :meth:`launch`)."""
-        phase = None
-        phases = trace is not None and policy_info(sched.policy).keyed_levels
+        spent in kernel calls)`` (see :meth:`launch`). With a trace, :meth:`run_traced`."""
+        if trace is not None:
+            return self.run_traced(dfg, sched, trace, t0, run_pass)
         records = dfg.records
         launch = self.launch
+        gathered = 0
+        kernel_s = 0.0
+        for batch in sched.batches:
+            k = batch.kernel
+            moved, start, end = launch(k, records[k][batch.nodes])
+            gathered += moved
+            kernel_s += end - start
+        self.backend.take_device_ms()  # drop the device times nobody reads
+        return gathered, kernel_s
+
+    def run_traced(self, dfg: DFG, sched: Schedule, trace: Trace, t0: float, run_pass: int):
+        """:meth:`run`, emitting each batch's ``BatchFormed`` and ``KernelLaunched`` (with the
+        launch's gather and scatter times around the kernel's) and the phase boundaries."""
+        phase = None
+        phases = policy_info(sched.policy).keyed_levels
+        records = dfg.records
+        launch = self.launch
+        clock = time.perf_counter
         gathered = 0
         kernel_s = 0.0
         for i, batch in enumerate(sched.batches):
@@ -172,29 +190,31 @@ class Executor:
                     trace.emit(PhaseBoundary(int(p)))
                 phase = p
             k = batch.kernel
+            begin = clock()
             rec = records[k][batch.nodes]
             moved, start, end = launch(k, rec)
+            done = clock()
             gathered += moved
             kernel_s += end - start
-            if trace is not None:
-                times = self.backend.take_device_ms()
-                device_ms = sum(times) if times is not None else None
-                name, n = self.kernels[k].name, len(rec)
-                trace.emit(BatchFormed(i, name, n, batch.level, sched.policy, run_pass))
-                trace.emit(
-                    KernelLaunched(
-                        i,
-                        name,
-                        n,
-                        (start - t0) * 1e3,
-                        (end - t0) * 1e3,
-                        moved,
-                        self.backend.name,
-                        device_ms,
-                    )
+            times = self.backend.take_device_ms()
+            device_ms = sum(times) if times is not None else None
+            name, n = self.kernels[k].name, len(rec)
+            trace.emit(BatchFormed(i, name, n, batch.level, sched.policy, run_pass))
+            trace.emit(
+                KernelLaunched(
+                    i,
+                    name,
+                    n,
+                    (start - t0) * 1e3,
+                    (end - t0) * 1e3,
+                    moved,
+                    self.backend.name,
+                    device_ms,
+                    (begin - t0) * 1e3,
+                    (done - t0) * 1e3,
+                    self.plans[k][3],
                 )
-        if trace is None:
-            self.backend.take_device_ms()  # drop the device times nobody reads
+            )
         return gathered, kernel_s
 
     def launch(self, k: int, rec: np.ndarray) -> tuple[int, float, float]:

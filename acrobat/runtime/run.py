@@ -310,10 +310,15 @@ class Runtime:
         collecting = gc.isenabled()
         gc.disable()
         try:
+            t_up = time.perf_counter()
             args, first_free = self.upload(st, instances)
-            raw = self.record(st, args, first_free)
+            upload = ("upload", t_up, time.perf_counter())
+            raw = self.record(st, args, first_free)  # counts st.spans so far as its flushes
+            st.spans.append(upload)
             self.flush(st)
+            t_out = time.perf_counter()
             outputs = self.outputs(raw)
+            st.spans.append(("outputs", t_out, time.perf_counter()))
         finally:
             if collecting:
                 gc.enable()

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import html
 import io
+import json
 
 import panel as pn
 import param
 
+from acrobat.trace import chrome_trace
 from acrobat.viz import runner
 from acrobat.viz.app_state import MAX_UPLOAD_MB, ExplorerState, RunTiming
 
@@ -219,7 +221,8 @@ class StatusLine(pn.viewable.Viewer):
 
 
 class TraceFiles(pn.viewable.Viewer):
-    """Sidebar: download this session's traces as JSON Lines, or open a saved one.
+    """Sidebar: download this session's traces as JSON Lines (or in the Chrome Trace Event
+    Format, for ui.perfetto.dev and chrome://tracing), or open a saved one.
 
     The browser refuses a file over ``MAX_UPLOAD_MB`` before sending it (it says so in the
     drop area) and the file travels in chunks, so no upload can overflow the websocket and end
@@ -236,6 +239,14 @@ class TraceFiles(pn.viewable.Viewer):
             label="Download trace (.jsonl)",
             sizing_mode="stretch_width",
             css_classes=["trace-download"],
+        )
+        self.download_chrome = pn.widgets.FileDownload(
+            callback=self._chrome_file,
+            filename="acrobat-trace.json",
+            color="default",
+            label="Download for Perfetto (.json)",
+            sizing_mode="stretch_width",
+            css_classes=["trace-download-chrome"],
         )
         self.upload = pn.widgets.FileDropper(
             multiple=False,
@@ -256,6 +267,7 @@ class TraceFiles(pn.viewable.Viewer):
         return pn.Column(
             pn.pane.Markdown("**Share a run**", margin=(5, 10, 0, 10)),
             self.download,
+            self.download_chrome,
             pn.pane.Markdown(
                 f"Open a saved trace (.jsonl, up to {MAX_UPLOAD_MB} MB):", margin=(0, 10)
             ),
@@ -267,9 +279,15 @@ class TraceFiles(pn.viewable.Viewer):
     def _file(self) -> io.StringIO:
         return io.StringIO(self.state.trace_text())
 
+    def _chrome_file(self) -> io.StringIO:
+        """The session trace in the Chrome Trace Event Format (ui.perfetto.dev opens it)."""
+        return io.StringIO(json.dumps(chrome_trace(self.state.session_trace())))
+
     def _name(self, *_events) -> None:
         state = self.state
-        self.download.filename = f"acrobat-{state.model}-{state.policy_a}-{state.policy_b}.jsonl"
+        stem = f"acrobat-{state.model}-{state.policy_a}-{state.policy_b}"
+        self.download.filename = f"{stem}.jsonl"
+        self.download_chrome.filename = f"{stem}.perfetto.json"
 
     def _open(self, event: param.parameterized.Event) -> None:
         for name, content in dict(event.new or {}).items():

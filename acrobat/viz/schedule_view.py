@@ -5,23 +5,44 @@ is the batch size and whose colour is the kernel; a vertical span marks the lowe
 fewest batches any schedule could use, summed over run passes from ``ScheduleFormed``). Two
 policies are drawn side by side with shared kernel colours.
 
-Timeline: a Gantt chart with one lane per host span (``HostSpan``) and one per kernel
-(``KernelLaunched``); hovering shows kernel, batch size, duration and bytes gathered.
+Timeline: a profiler view of one run's nested slices (``acrobat.trace.run_slices``) on stacked
+lanes: the run, its host phases (``HostSpan``), its batches (``KernelLaunched``) and their gather /
+kernel / scatter steps; box zoom, wheel zoom and pan along time, hover (name, start, duration,
+kernel, batch size, bytes gathered), and box select to measure a span and the kernel time in it.
+Two runs are drawn one above the other on a shared time axis.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bokeh.events import SelectionGeometry
 from bokeh.layouts import column, row
-from bokeh.models import ColumnDataSource, HoverTool, Label, Range1d, Span
+from bokeh.models import (
+    BoxSelectTool,
+    BoxZoomTool,
+    ColumnDataSource,
+    CustomJS,
+    Div,
+    HoverTool,
+    Label,
+    PanTool,
+    Range1d,
+    ResetTool,
+    SaveTool,
+    Span,
+    WheelZoomTool,
+)
 from bokeh.palettes import Category10, Category20
 from bokeh.plotting import figure
 
-from acrobat.trace import BatchFormed, HostSpan, KernelLaunched, ScheduleFormed, Trace
+from acrobat.trace import BatchFormed, KernelLaunched, ScheduleFormed, Trace, run_slices
 
-HOST_LANE_ORDER = ("total", "graph_construction", "dfg_arrays", "scheduling", "execution")
 HOST_COLOR = "#8c959f"
+RUN_COLOR = "#57606a"
+LANE_NAMES = ("run", "host phases", "batches", "gather · kernel · scatter", "device")
+LANE_RANK = {"run": 0, "host": 1, "batch": 2, "gather": 3, "kernel": 3, "scatter": 3, "device": 4}
+STEP_ALPHA = {"gather": 0.45, "scatter": 0.45, "batch": 0.8}
 
 
 @dataclass(frozen=True)
@@ -38,7 +59,7 @@ class ScheduleModel:
 
 @dataclass(frozen=True)
 class TimelineModel:
-    """One run's Gantt chart: lanes top to bottom and a column dict with one row per bar."""
+    """One run's timeline: lanes top to bottom and a column dict with one row per slice."""
 
     policy: str
     lanes: tuple[str, ...]
@@ -179,88 +200,171 @@ def refresh_schedule_pair(layout, trace_a: Trace, trace_b: Trace | None = None) 
 
 
 def timeline_model(trace: Trace) -> TimelineModel:
-    """Host spans and kernel launches of ``trace`` as Gantt bars on named lanes."""
-    spans = trace.of(HostSpan)
-    launches = trace.of(KernelLaunched)
-    host_names = sorted({s.name for s in spans}, key=_host_rank)
-    kernels = sorted({launch.kernel for launch in launches})
-    lanes = tuple(f"host: {name}" for name in host_names) + tuple(f"kernel: {k}" for k in kernels)
-    rows = [
-        ("host", f"host: {s.name}", s.name, "", None, s.start_ms, s.end_ms, None) for s in spans
-    ]
-    rows += [
-        (
-            "kernel",
-            f"kernel: {k.kernel}",
-            f"batch {k.index}",
-            k.kernel,
-            k.size,
-            k.start_ms,
-            k.end_ms,
-            k.bytes_gathered,
+    """The run of ``trace`` as nested slices on stacked lanes (``acrobat.trace.run_slices``):
+    the run on top, its host phases below it, the batches inside the execution phases below
+    those, each batch's gather / kernel / scatter steps below its batch, and device time last.
+    Host phases inside host phases (a fiber program flushes inside graph construction) get a
+    lane below the phases around them."""
+    slices = run_slices(trace)
+    # a lane per kind of slice; host phases nested in host phases get lanes of their own
+    keys = [(LANE_RANK[s.cat], s.depth if s.cat == "host" else 0) for s in slices]
+    lanes, lane_of = [], {}
+    for rank, depth in sorted(set(keys)):
+        label = LANE_NAMES[rank]
+        if rank == LANE_RANK["host"] and depth > 1:
+            label = f"{label} (nested {depth - 1})"
+        lanes.append(label)
+        lane_of[(rank, depth)] = label
+    has_steps = {s.args["batch"] for s in slices if s.cat == "kernel"}
+    rows = []
+    for s, key in zip(slices, keys):
+        size = s.args.get("batch size")
+        moved = s.args.get("bytes gathered")
+        # kernel time: the kernel steps, or a batch recorded without steps (older traces)
+        counted = s.cat == "kernel" or (s.cat == "batch" and s.args["batch"] not in has_steps)
+        rows.append(
+            (
+                s.cat,
+                lane_of[key],
+                s.name,
+                s.args.get("kernel", ""),
+                size,
+                s.start_ms,
+                s.end_ms,
+                moved,
+                "—" if size is None else str(size),
+                "—" if moved is None else f"{moved:,}",
+                str(s.args.get("batch", "—")),
+                1 if counted else 0,
+                STEP_ALPHA.get(s.cat, 1.0),
+            )
         )
-        for k in launches
-    ]
-    keys = ("kind", "lane", "name", "kernel", "size", "start_ms", "end_ms", "bytes_gathered")
+    keys = (
+        "kind",
+        "lane",
+        "name",
+        "kernel",
+        "size",
+        "start_ms",
+        "end_ms",
+        "bytes_gathered",
+        "size_text",
+        "bytes_text",
+        "batch_text",
+        "kernel_time",
+        "alpha",
+    )
     data = {key: [r[n] for r in rows] for n, key in enumerate(keys)}
     data["duration_ms"] = [end - start for start, end in zip(data["start_ms"], data["end_ms"])]
-    data["size_text"] = ["—" if s is None else str(s) for s in data["size"]]
-    data["bytes_text"] = ["—" if b is None else f"{b:,}" for b in data["bytes_gathered"]]
     total = max(data["end_ms"], default=0.0)
-    return TimelineModel(_policy(trace), lanes, data, total)
+    return TimelineModel(_policy(trace), tuple(lanes), data, total)
 
 
-def _host_rank(name: str) -> tuple[int, str]:
-    order = HOST_LANE_ORDER.index(name) if name in HOST_LANE_ORDER else len(HOST_LANE_ORDER)
-    return (order, name)
+def measure_span(model: TimelineModel, start_ms: float, end_ms: float) -> tuple[float, float, int]:
+    """What the timeline reports for a selected time span: its length, the kernel time inside
+    it (each kernel step's overlap with the span; a batch without steps counts whole) and the
+    batches that start in it. The figure's selection callback computes the same in the
+    browser."""
+    a, b = min(start_ms, end_ms), max(start_ms, end_ms)
+    d = model.data
+    kernel = sum(
+        max(0.0, min(e, b) - max(s, a))
+        for s, e, k in zip(d["start_ms"], d["end_ms"], d["kernel_time"])
+        if k
+    )
+    batches = sum(1 for s, c in zip(d["start_ms"], d["kind"]) if c == "batch" and a <= s <= b)
+    return b - a, kernel, batches
+
+
+MEASURE_TOOL = "Measure a span (box select)"
+MEASURE_HINT = (
+    "<b>Measure</b>: pick the box-select tool (Measure a span) and drag along the time axis of "
+    "either run: "
+    "the span's length and the kernel time inside it show here for both runs."
+)
+
+# the browser's twin of measure_span, for every run at once (one Div line per run)
+_MEASURE_JS = """
+const g = cb_obj.geometry;
+if (g.x0 == null || g.x1 == null) { return; }
+const a = Math.min(g.x0, g.x1), b = Math.max(g.x0, g.x1);
+const lines = [];
+for (let r = 0; r < sources.length; r++) {
+  const d = sources[r].data;
+  let kernel = 0, batches = 0;
+  for (let i = 0; i < d.start_ms.length; i++) {
+    const s = d.start_ms[i], e = d.end_ms[i];
+    if (d.kernel_time[i]) { kernel += Math.max(0, Math.min(e, b) - Math.max(s, a)); }
+    if (d.kind[i] == "batch" && a <= s && s <= b) { batches += 1; }
+  }
+  const share = b > a ? (100 * kernel / (b - a)).toFixed(0) : "0";
+  lines.push("<b>" + names[r] + "</b>: kernel time " + kernel.toFixed(3) + " ms (" + share +
+             "%), " + batches + " batch(es) start in it");
+}
+div.text = "<b>Selected span</b> " + a.toFixed(3) + " to " + b.toFixed(3) + " ms: " +
+  (b - a).toFixed(3) + " ms long &nbsp;·&nbsp; " + lines.join(" &nbsp;·&nbsp; ");
+"""
 
 
 def timeline_figure(model: TimelineModel, colors: dict[str, str], x_range=None, name="timeline"):
-    """The Gantt chart: lanes on y (host spans first), milliseconds since the run began on x."""
+    """Stacked lanes of nested slices (run on top), milliseconds since the run began on x:
+    box zoom and wheel zoom along time, pan, reset, hover, and box select for measuring."""
     fill = [
-        HOST_COLOR if kind == "host" else colors.get(k, HOST_COLOR)
+        RUN_COLOR if kind == "run" else HOST_COLOR if kind == "host" else colors.get(k, HOST_COLOR)
         for kind, k in zip(model.data["kind"], model.data["kernel"])
     ]
     source = ColumnDataSource(dict(model.data, color=fill))
     fig = figure(
-        title=f"{model.policy}: host spans and kernel launches ({model.total_ms:.1f} ms)",
+        title=f"{model.policy}: run, host phases, batches and their steps ({model.total_ms:.1f} ms)",
         name=name,
-        height=80 + 34 * max(len(model.lanes), 1),
+        height=90 + 34 * max(len(model.lanes), 1),
         sizing_mode="stretch_width",
         y_range=list(reversed(model.lanes)),
         x_range=x_range if x_range is not None else Range1d(0, max(model.total_ms, 1e-3) * 1.02),
         x_axis_label="ms since the run began",
-        tools="xpan,xwheel_zoom,reset,save",
+        tools="",
         toolbar_location="above",
     )
     bars = fig.hbar(
         y="lane",
         left="start_ms",
         right="end_ms",
-        height=0.7,
+        height=0.8,
         color="color",
+        fill_alpha="alpha",
         source=source,
         name="bars",
         line_color="white",
         line_width=0.5,
     )
-    fig.add_tools(
-        HoverTool(
-            renderers=[bars],
-            tooltips=[
-                ("what", "@name"),
-                ("kernel", "@kernel"),
-                ("batch size", "@size_text"),
-                ("duration", "@duration_ms{0.000} ms"),
-                ("bytes gathered", "@bytes_text"),
-            ],
-        )
+    bars.nonselection_glyph.fill_alpha = 0.15
+    zoom = BoxZoomTool(dimensions="width")
+    wheel = WheelZoomTool(dimensions="width")
+    select = BoxSelectTool(
+        dimensions="width", renderers=[bars], name="measure", description=MEASURE_TOOL
     )
+    hover = HoverTool(
+        renderers=[bars],
+        tooltips=[
+            ("what", "@name (@kind)"),
+            ("kernel", "@kernel"),
+            ("batch", "@batch_text"),
+            ("batch size", "@size_text"),
+            ("start", "@start_ms{0.000} ms"),
+            ("duration", "@duration_ms{0.000} ms"),
+            ("bytes gathered", "@bytes_text"),
+        ],
+    )
+    fig.add_tools(zoom, wheel, PanTool(dimensions="width"), select, ResetTool(), SaveTool(), hover)
+    fig.toolbar.active_drag = zoom
+    fig.toolbar.active_scroll = wheel
+    fig.ygrid.grid_line_color = None
     return fig
 
 
 def timeline_pair(trace_a: Trace, trace_b: Trace | None = None):
-    """Policy A's timeline above policy B's, on one shared time axis."""
+    """Policy A's timeline above policy B's, on one shared time axis (zooming one zooms both),
+    and under them the measurement of a box-selected span (a Div, ``name="timeline-measure"``)."""
     traces = [trace_a] if trace_b is None else [trace_a, trace_b]
     colors = kernel_colors(*traces)
     models = [timeline_model(trace) for trace in traces]
@@ -269,4 +373,10 @@ def timeline_pair(trace_a: Trace, trace_b: Trace | None = None):
         timeline_figure(model, colors, x_range, name=f"timeline-{side}")
         for model, side in zip(models, "ab")
     ]
-    return column(*figures, sizing_mode="stretch_width", name="timeline-pair")
+    measure = Div(text=MEASURE_HINT, name="timeline-measure", sizing_mode="stretch_width")
+    names = [f"{side} · {model.policy}" for side, model in zip("AB", models)]
+    sources = [fig.select_one({"name": "bars"}).data_source for fig in figures]
+    callback = CustomJS(args=dict(sources=sources, names=names, div=measure), code=_MEASURE_JS)
+    for fig in figures:
+        fig.js_on_event(SelectionGeometry, callback)
+    return column(*figures, measure, sizing_mode="stretch_width", name="timeline-pair")

@@ -127,7 +127,9 @@ class ScheduleView(LazyView):
 
 
 class TimelineView(LazyView):
-    """Gantt charts of host spans and kernel launches, policy A above policy B."""
+    """Profiler view of the runs: nested slices (run, host phases, batches, gather / kernel /
+    scatter) on stacked lanes, policy A above policy B on one time axis, with box zoom, wheel
+    zoom, pan, hover and a box-select measurement of a span (the Div under the plots)."""
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -138,7 +140,8 @@ class TimelineView(LazyView):
 
     @property
     def figure(self):
-        """The Bokeh layout shown (a column of one Gantt chart per policy), or None."""
+        """The Bokeh layout shown (a column: one timeline figure per policy, then the
+        measurement Div), or None."""
         return self.plot.object
 
     def __panel__(self):

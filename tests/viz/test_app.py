@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from acrobat.trace import BatchFormed, KernelCompiled
 from acrobat.viz.app_state import ExplorerState
 from acrobat.viz.explorer import Explorer, explorer_views, register_view, unregister_view
 from acrobat.viz.lazy_view import LazyView
+from tests.chrome_format import check_chrome_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = "def main(x: Tensor[4]) -> Tensor[4]:\n    return x +\n"
@@ -184,6 +186,23 @@ def test_compare_buttons(explorer):
     assert len(latency.renderers[0].data_source.data["label"]) == 4
     compare.options_button.clicks += 1
     assert "no fusion" in compare.table.object
+
+
+def test_perfetto_download_is_a_valid_chrome_trace_of_the_session(explorer):
+    files = explorer.files
+    assert files.download_chrome.filename == "acrobat-treelstm-acrobat-dynet-depth.perfetto.json"
+    doc = json.loads(files._chrome_file().getvalue())
+    assert check_chrome_trace(doc) == []
+    names = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"}
+    assert names == {
+        1: "run 1: acrobat",
+        2: "run 2: dynet-depth",
+        3: "compile (passes end to end)",
+    }
+    state = explorer.state
+    for pid, trace in ((1, state.trace_a), (2, state.trace_b)):
+        batches = [e for e in doc["traceEvents"] if e["pid"] == pid and e.get("cat") == "batch"]
+        assert len(batches) == len(trace.of(BatchFormed))
 
 
 def test_trace_download_and_upload(explorer):

@@ -3,6 +3,7 @@
 import pytest
 
 from acrobat.trace import RunSummary, Trace
+from acrobat.viz.colors import policy_color
 from acrobat.viz.compare_view import (
     ALL_ON,
     METRICS,
@@ -14,7 +15,6 @@ from acrobat.viz.compare_view import (
     options_label,
     sort_rows,
 )
-from acrobat.viz.colors import policy_color
 
 
 def test_row_reads_the_run_summary(treelstm):

@@ -1,10 +1,21 @@
 """Schedule and timeline figures: their data, asserted (not their pixels)."""
 
-from bokeh.models import ColumnDataSource, HoverTool, Span
+import pytest
+from bokeh.models import (
+    BoxSelectTool,
+    BoxZoomTool,
+    ColumnDataSource,
+    HoverTool,
+    PanTool,
+    ResetTool,
+    Span,
+    WheelZoomTool,
+)
 
 from acrobat.trace import BatchFormed, HostSpan, KernelLaunched, ScheduleFormed
 from acrobat.viz.schedule_view import (
     kernel_colors,
+    measure_span,
     refresh_schedule_pair,
     schedule_figure,
     schedule_model,
@@ -81,31 +92,92 @@ def test_refresh_in_place_keeps_the_figures_and_shows_the_new_runs(treelstm):
     assert not refresh_schedule_pair(None, a, b)
 
 
-def test_timeline_has_a_bar_per_host_span_and_launch(treelstm):
+def test_timeline_has_a_slice_per_span_launch_and_step(treelstm):
     trace = treelstm.runs["dynet-depth"]
     spans, launches = trace.of(HostSpan), trace.of(KernelLaunched)
     model = timeline_model(trace)
-    assert len(model.data["lane"]) == len(spans) + len(launches)
-    assert model.lanes[0] == "host: total"
-    assert set(model.lanes) == {f"host: {s.name}" for s in spans} | {
-        f"kernel: {k.kernel}" for k in launches
-    }
-    kernel_rows = [n for n, kind in enumerate(model.data["kind"]) if kind == "kernel"]
-    assert [model.data["size"][n] for n in kernel_rows] == [k.size for k in launches]
-    assert [model.data["bytes_gathered"][n] for n in kernel_rows] == [
+    kinds = model.data["kind"]
+    # the run, its host phases, a batch per launch and its gather / kernel / scatter steps
+    assert kinds.count("run") == 1 and kinds.count("host") == len(spans) - 1
+    assert kinds.count("batch") == len(launches)
+    assert kinds.count("gather") == kinds.count("kernel") == kinds.count("scatter") == len(launches)
+    assert model.lanes == ("run", "host phases", "batches", "gather · kernel · scatter")
+    batch_rows = [n for n, kind in enumerate(kinds) if kind == "batch"]
+    assert [model.data["size"][n] for n in batch_rows] == [k.size for k in launches]
+    assert [model.data["kernel"][n] for n in batch_rows] == [k.kernel for k in launches]
+    assert [model.data["bytes_gathered"][n] for n in batch_rows] == [
         k.bytes_gathered for k in launches
     ]
+    kernel_rows = [n for n, kind in enumerate(kinds) if kind == "kernel"]
+    assert [model.data["start_ms"][n] for n in kernel_rows] == [k.start_ms for k in launches]
     assert all(d >= 0 for d in model.data["duration_ms"])
+    assert model.total_ms == max(s.end_ms for s in spans)
 
 
-def test_timeline_figure_hover_and_shared_time_axis(treelstm):
+def test_timeline_lanes_nest_by_time(stackrnn):
+    """A fiber program flushes inside graph construction: its phases sit one lane lower."""
+    model = timeline_model(stackrnn.runs["acrobat"])
+    d = model.data
+    lane = {name: d["lane"][n] for n, name in enumerate(d["name"])}
+    assert model.lanes == (
+        "run",
+        "host phases",
+        "host phases (nested 1)",
+        "batches",
+        "gather · kernel · scatter",
+    )
+    assert lane["graph_construction"] == "host phases"
+    inner = [
+        n
+        for n, name in enumerate(d["name"])
+        if name == "execution"
+        and d["end_ms"][n] <= d["end_ms"][d["name"].index("graph_construction")]
+    ]
+    assert inner and {d["lane"][n] for n in inner} == {"host phases (nested 1)"}
+
+
+def test_measure_span_sums_kernel_time_inside(treelstm):
+    trace = treelstm.runs["acrobat"]
+    model = timeline_model(trace)
+    launches = trace.of(KernelLaunched)
+    total = sum(k.end_ms - k.start_ms for k in launches)
+    length, kernel, batches = measure_span(model, 0.0, model.total_ms)
+    assert length == model.total_ms
+    assert kernel == pytest.approx(total) and batches == len(launches)
+    first = launches[0]
+    half = (first.start_ms + first.end_ms) / 2
+    _, kernel, batches = measure_span(model, half, first.start_ms)  # either order
+    assert kernel == pytest.approx(half - first.start_ms) and batches == 0
+
+
+def test_timeline_figure_tools_hover_and_shared_time_axis(treelstm):
     a, b = treelstm.runs["acrobat"], treelstm.runs["dynet-depth"]
-    fig_a, fig_b = timeline_pair(a, b).children
+    fig_a, fig_b, measure = timeline_pair(a, b).children
     assert fig_a.x_range is fig_b.x_range
     assert fig_a.x_range.end >= max(e.end_ms for e in a.of(HostSpan))
     (hover,) = fig_a.select(type=HoverTool)
     fields = dict(hover.tooltips)
-    assert {"kernel", "batch size", "duration", "bytes gathered"} <= set(fields)
+    assert {"what", "start", "kernel", "batch size", "duration", "bytes gathered"} <= set(fields)
+    tools = {type(t) for t in fig_a.toolbar.tools}
+    assert {BoxZoomTool, WheelZoomTool, PanTool, ResetTool, BoxSelectTool} <= tools
     source = fig_a.select_one({"name": "bars"}).data_source
     assert isinstance(source, ColumnDataSource)
     assert list(fig_a.y_range.factors) == list(reversed(timeline_model(a).lanes))
+    # the measurement Div is fed by both figures' box selections, over both runs' data
+    assert measure.name == "timeline-measure" and "Measure" in measure.text
+    for fig in (fig_a, fig_b):
+        (callback,) = fig.js_event_callbacks["selectiongeometry"]
+        assert callback.args["div"] is measure
+        assert callback.args["names"] == ["A · acrobat", "B · dynet-depth"]
+        assert callback.args["sources"][1] is fig_b.select_one({"name": "bars"}).data_source
+
+
+def test_timeline_colours_follow_the_schedule_view(treelstm):
+    a, b = treelstm.runs["acrobat"], treelstm.runs["eager"]
+    colors = kernel_colors(a, b)
+    fig_a, fig_b, _ = timeline_pair(a, b).children
+    for fig in (fig_a, fig_b):
+        d = fig.select_one({"name": "bars"}).data_source.data
+        for kind, kernel, color in zip(d["kind"], d["kernel"], d["color"]):
+            if kind in ("batch", "kernel"):
+                assert color == colors[kernel]
