@@ -303,11 +303,14 @@ class Slice:
 
 def split_runs(trace: Trace) -> tuple[list[Event], list[list[Event]]]:
     """The compile events before the first run (``PassApplied``, ``TaintComputed``) and each
-    run's events (a run ends at its ``RunSummary``)."""
+    run's events (a run ends at its ``RunSummary``). ``SessionSettings`` belongs to neither:
+    it describes the page that saved the file."""
     compile_events: list[Event] = []
     runs: list[list[Event]] = []
     open_run: list[Event] | None = None
     for event in trace.events:
+        if isinstance(event, SessionSettings):
+            continue
         if open_run is None and isinstance(event, (PassApplied, TaintComputed)):
             compile_events.append(event)
             continue

@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from acrobat.trace import Event, PassApplied, RunSummary, SessionSettings, TaintComputed, Trace
-
-COMPILE_EVENTS = (PassApplied, TaintComputed)
+from acrobat.trace import Event, SessionSettings, Trace, split_runs
 
 
 @dataclass(frozen=True)
@@ -37,27 +35,12 @@ def join_traces(compile_trace: Trace | None, *runs: Trace | None) -> Trace:
 
 
 def split_trace(trace: Trace) -> TraceBundle:
-    """Cut a joined trace into its compile events and its runs (each run ends at RunSummary);
-    the first ``SessionSettings`` event, if any, becomes ``settings``."""
-    settings: SessionSettings | None = None
-    compile_events: list[Event] = []
-    runs: list[list[Event]] = []
-    open_run: list[Event] | None = None
-    for event in trace.events:
-        if isinstance(event, SessionSettings):
-            settings = settings or event
-            continue
-        if open_run is None and isinstance(event, COMPILE_EVENTS):
-            compile_events.append(event)
-            continue
-        if open_run is None:
-            open_run = []
-            runs.append(open_run)
-        open_run.append(event)
-        if isinstance(event, RunSummary):
-            open_run = None
-    runs_traces = tuple(Trace(events) for events in runs)
-    return TraceBundle(Trace(compile_events), runs_traces, settings)
+    """Cut a joined trace into its compile events and its runs (each run ends at RunSummary,
+    ``acrobat.trace.split_runs``); the first ``SessionSettings`` event, if any, becomes
+    ``settings``."""
+    settings = next((e for e in trace.events if isinstance(e, SessionSettings)), None)
+    compile_events, runs = split_runs(trace)
+    return TraceBundle(Trace(compile_events), tuple(Trace(events) for events in runs), settings)
 
 
 def dumps(trace: Trace) -> str:
