@@ -369,7 +369,12 @@ class ExplorerState(param.Parameterized):
                 for side in sides:
                     self._check()
                     policy = policies[side]
-                    self._set_progress(-1, f"running {side.upper()} ({policy}) with tracing")
+                    self._set_progress(
+                        -1,
+                        f"running {side.upper()} ({policy}) with tracing; one run is "
+                        f"estimated at {self._estimate(instances, policies[sides[0]]) / 1000:.1f}"
+                        f" s, {len(sides) + len(measured) * (WARMUP + repeats)} runs in all",
+                    )
                     same = [r for r in runs.values() if r.policy == policy]
                     runs[side] = same[0] if same else self._traced(instances, policy)
                 traces = {f"trace_{side}": r.trace for side, r in runs.items()}
