@@ -31,6 +31,7 @@ from acrobat.frontend import parse
 from acrobat.trace import SessionSettings, Trace
 from acrobat.viz import runner
 from acrobat.viz.compare_view import (
+    BUSY_SHARE,
     CompareRow,
     compare_row,
     compare_row_from_stats,
@@ -66,6 +67,12 @@ class RunTiming:
     warmup: int = 0
     load: str = ""
     note: str = ""
+    others_busy: float = 0.0  # share of all CPUs other processes used while timing
+
+    @property
+    def busy(self) -> bool:
+        """Whether other processes used more than ``BUSY_SHARE`` of the CPUs meanwhile."""
+        return self.others_busy > BUSY_SHARE
 
     def spread(self, policy: str):
         """The spread of ``policy``'s wall time, or ``None`` if it was not measured."""
@@ -77,6 +84,11 @@ class RunTiming:
         sa, sb = self.spread(a), self.spread(b)
         if sa is None or sb is None or a == b:
             return ""
+        if self.busy:
+            return (
+                f"no winner called: other processes used {self.others_busy:.0%} of the CPUs "
+                "while timing"
+            )
         return verdict_text(sa, sb, a, b)
 
 
@@ -407,7 +419,10 @@ class ExplorerState(param.Parameterized):
                 side = "a" if policy == policies["a"] else "b"
                 self._record(
                     compare_row(
-                        self._trace(side), options_label(self.disabled), timing.spreads[policy]
+                        self._trace(side),
+                        options_label(self.disabled),
+                        timing.spreads[policy],
+                        timing.others_busy,
                     )
                 )
             return True
@@ -467,7 +482,8 @@ class ExplorerState(param.Parameterized):
         m = runner.time_runs(configs, repeats, warmup, on_run)
         self._results = dict(m.results)  # each configuration's last stats
         spreads = {name: m.spread(name) for name in configs}
-        return RunTiming(spreads, repeats, warmup, str(m.load), note)
+        others = m.load.other_busy if m.load.other_busy == m.load.other_busy else 0.0
+        return RunTiming(spreads, repeats, warmup, str(m.load), note, others)
 
     def _record(self, *new: CompareRow) -> None:
         """Add rows to ``comparison`` (each replaces one of the same policy and options); rows
@@ -573,7 +589,10 @@ class ExplorerState(param.Parameterized):
             self._record(
                 *(
                     compare_row_from_stats(
-                        self._last_stats(name), labels[name][1], timing.spreads[name]
+                        self._last_stats(name),
+                        labels[name][1],
+                        timing.spreads[name],
+                        timing.others_busy,
                     )
                     for name in configs
                 )

@@ -34,6 +34,7 @@ METRICS = (
 ALL_ON = "all optimizations"
 MIN_RUNS_FOR_WINNER = 3  # fewer timed runs than this: no row is called the fastest
 NOISE_FLOOR = 0.05  # medians closer than this (relative) are within noise
+BUSY_SHARE = 0.5  # others using more of the CPUs than this while timing: no winner is called
 SORT_KEYS = {
     "order run": None,
     "latency": "total_ms",
@@ -61,6 +62,7 @@ class CompareRow:
     total_q1_ms: float = 0.0  # latency quartiles (== total_ms for a single run)
     total_q3_ms: float = 0.0
     runs: int = 1  # timed runs behind the latency
+    others_busy: float = 0.0  # share of the CPUs other processes used while it was timed
 
     def overlaps(self, other: CompareRow) -> bool:
         """Whether the two latencies are within noise: their IQRs overlap, or their medians
@@ -98,7 +100,9 @@ def options_label(disabled: list[str] | tuple[str, ...]) -> str:
     return ", ".join(f"no {name}" for name in disabled) if disabled else ALL_ON
 
 
-def compare_row_from_stats(stats: dict, options: str = ALL_ON, spread=None) -> CompareRow:
+def compare_row_from_stats(
+    stats: dict, options: str = ALL_ON, spread=None, others_busy: float = 0.0
+) -> CompareRow:
     """A row from one run's ``stats``; latency from ``spread`` (an ``acrobat.Spread`` of
     wall times) when given, else the run's own ``total_ms``."""
     policy = str(stats.get("policy", "?"))
@@ -121,15 +125,18 @@ def compare_row_from_stats(stats: dict, options: str = ALL_ON, spread=None) -> C
         total_q1_ms=q1,
         total_q3_ms=q3,
         runs=runs,
+        others_busy=others_busy,
     )
 
 
-def compare_row(trace: Trace, options: str = ALL_ON, spread=None) -> CompareRow:
+def compare_row(
+    trace: Trace, options: str = ALL_ON, spread=None, others_busy: float = 0.0
+) -> CompareRow:
     """The row of one run trace (its last ``RunSummary``); ``ValueError`` without one."""
     summaries = trace.of(RunSummary)
     if not summaries:
         raise ValueError("the trace has no RunSummary: it is not a finished run")
-    return compare_row_from_stats(summaries[-1].stats, options, spread)
+    return compare_row_from_stats(summaries[-1].stats, options, spread, others_busy)
 
 
 def sort_rows(rows: list[CompareRow], key: str = "order run", descending: bool = False):
@@ -146,6 +153,12 @@ def fastest(rows: list[CompareRow]) -> tuple[CompareRow | None, str]:
     if len(rows) < 2:
         return None, ""
     best = min(rows, key=lambda r: r.total_ms)
+    busy = max(r.others_busy for r in rows)
+    if busy > BUSY_SHARE:
+        return None, (
+            f"No fastest row: other processes used up to {busy:.0%} of the CPUs while these "
+            "were timed. Measure again on a quieter machine."
+        )
     if min(r.runs for r in rows) < MIN_RUNS_FOR_WINNER:
         n = min(r.runs for r in rows)
         return None, f"No fastest row: some latencies come from {n} run(s), too few to compare."

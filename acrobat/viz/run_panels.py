@@ -215,6 +215,8 @@ class StatusLine(pn.viewable.Viewer):
                 )
             if len(policies) == 2:
                 parts.append(f"<i>{html.escape(timing.verdict_text(*policies))}</i>")
+            elif timing.busy:
+                parts.append(f"<i>other processes used {timing.others_busy:.0%} of the CPUs</i>")
             if timing.note:
                 parts.append(html.escape(timing.note))
         return " · ".join(parts)

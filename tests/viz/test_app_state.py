@@ -388,3 +388,15 @@ def test_a_trace_without_settings_is_viewed_read_only(live):
     assert other.trace_b.events == live.trace_b.events
     other.close_file()
     assert other.viewing == "" and _policy(other.trace_b) == "eager"
+
+
+def test_the_verdict_says_when_the_machine_was_busy():
+    from acrobat.baselines.measure import spread
+    from acrobat.viz.app_state import RunTiming
+
+    apart = {"acrobat": spread([10, 11, 12, 11, 10]), "eager": spread([30, 31, 33, 30, 32])}
+    assert "faster" in RunTiming(apart, 5, 1).verdict_text("acrobat", "eager")
+    busy = RunTiming(apart, 5, 1, others_busy=0.7)
+    assert busy.busy and "70% of the CPUs" in busy.verdict_text("acrobat", "eager")
+    close = {"acrobat": spread([10, 10.1, 10.2, 10.1, 10]), "eager": spread([10.3] * 5)}
+    assert "within noise" in RunTiming(close, 5, 1).verdict_text("acrobat", "eager")

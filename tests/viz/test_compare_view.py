@@ -90,3 +90,14 @@ def test_rows_sort_and_the_figure_takes_a_log_scale(treelstm):
     assert colors == [policy_color(r.policy) for r in rows]
     assert policy_color("acrobat") != policy_color("eager")
     assert policy_color("my-policy") == policy_color("my-policy")  # stable for new ones
+
+
+def test_no_winner_is_called_when_the_machine_was_busy(treelstm):
+    trace_a, trace_b = treelstm.runs["acrobat"], treelstm.runs["dynet-depth"]
+    rows = [
+        compare_row(trace_a, spread=_spread(10, 11, 12, 11, 10), others_busy=0.8),
+        compare_row(trace_b, spread=_spread(20, 22, 21, 20, 23), others_busy=0.8),
+    ]
+    best, why = fastest(rows)
+    assert best is None and "80% of the CPUs" in why
+    assert "<b>" not in compare_table_html(rows)
