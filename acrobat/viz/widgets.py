@@ -53,6 +53,7 @@ class NotebookExplorer:
 
     def __init__(self, state: ExplorerState | None = None, **settings):
         settings.setdefault("auto_run", True)
+        settings.setdefault("repeats", 3)  # each change times A and B: keep cells quick
         self.state = state if state is not None else ExplorerState(**settings)
         state = self.state
         self.model = w.Dropdown(
