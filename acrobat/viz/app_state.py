@@ -373,6 +373,7 @@ class ExplorerState(param.Parameterized):
                 return False
             sides = tuple(s for s in "ab" if s in sides or self._trace(s) is None)
             policies = {"a": self.policy_a, "b": self.policy_b}
+            self.timing = None  # the times shown are of the settings shown, or none
             try:
                 instances = self._model_spec().instances(self.batch_size, self.seed)
                 measured = tuple(dict.fromkeys(policies.values()))

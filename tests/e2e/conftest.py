@@ -107,7 +107,13 @@ def explorer(tmp_path_factory):
 
 
 @pytest.fixture
-def page(chromium_path):
+def viewport() -> dict:
+    """The size of ``page``; a test module may override this fixture."""
+    return {"width": 1400, "height": 900}
+
+
+@pytest.fixture
+def page(chromium_path, viewport):
     """A fresh Chromium page; the browser is closed afterwards."""
     from playwright.sync_api import expect, sync_playwright
 
@@ -115,7 +121,7 @@ def page(chromium_path):
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page = browser.new_page(viewport=viewport)
             page.set_default_timeout(TIMEOUT_MS)
             yield page
         finally:

@@ -1,72 +1,26 @@
 """The Timeline tab and the Perfetto download, in the served app driven by Debian's Chromium.
 
-The server is started as in test_explorer_browser.py (`panel serve apps/explorer.py` on a free
-localhost port), with this checkout first on ``PYTHONPATH`` so the app serves the code under
-test even where another checkout of acrobat is installed.
+The server and browser fixtures are in tests/e2e/conftest.py (`panel serve apps/explorer.py` on a
+free localhost port, this checkout first on ``PYTHONPATH``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 
 import pytest
 
 from tests.chrome_format import check_chrome_trace
-from tests.e2e.test_explorer_browser import (
-    CHROMIUM_ARGS,
-    PANEL,
-    ROOT,
-    TIMEOUT_MS,
-    Served,
-    _free_port,
-    _wait_until_serving,
-)
+from tests.e2e.conftest import TIMEOUT_MS
 
 pytestmark = pytest.mark.e2e
 MEASURE_TOOL = "Measure a span (box select)"  # acrobat.viz.schedule_view.MEASURE_TOOL
 
 
-@pytest.fixture(scope="module")
-def explorer(tmp_path_factory):
-    """Serve apps/explorer.py on a free localhost port; stop the server afterwards."""
-    port = _free_port()
-    log = tmp_path_factory.mktemp("timeline") / "panel-serve.log"
-    command = [str(PANEL), "serve", "apps/explorer.py", "--address", "127.0.0.1"]
-    command += ["--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}"]
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-    )
-    with log.open("w") as out:
-        server = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        url = f"http://127.0.0.1:{port}/explorer"
-        _wait_until_serving(url, server, log)
-        yield Served(url, log)
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=15)
-
-
 @pytest.fixture
-def page(chromium_path):
-    """A fresh Chromium page at 1600x1000; the browser is closed afterwards."""
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=TIMEOUT_MS)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1000})
-            page.set_default_timeout(TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
+def viewport() -> dict:
+    """This module's pages are 1600x1000 (the conftest ``page`` fixture reads it)."""
+    return {"width": 1600, "height": 1000}
 
 
 def test_perfetto_download_and_timeline_measurement(explorer, page, tmp_path):
