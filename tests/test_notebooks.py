@@ -12,6 +12,7 @@ inside a tutorial's ``<!-- notebook ... -->`` regions belong to the notebook onl
 
 from __future__ import annotations
 
+import codeop
 import importlib.util
 import json
 import re
@@ -149,3 +150,39 @@ def test_python_blocks_are_found():
     text = "intro\n```python\nx = 1\n```\ntext\n```text\nnot code\n```\n```python tags=[]\ny = x\n```\n"
     assert python_blocks(text) == [(3, "x = 1\n"), (10, "y = x\n")]
     assert python_blocks("```pythonic\nz = 1\n```\n") == []
+
+
+def paste_errors(code: str) -> list[str]:
+    """Where a block fails when pasted line by line into a plain ``python`` prompt: the
+    interactive console compiles each statement as soon as it is complete, so an indented block
+    (a loop, ``with``, ``def``) needs a blank line before the next unindented statement, and a
+    blank line inside a function body ends the function. Nothing is executed; the block's end
+    counts as one blank line (the reader presses Enter)."""
+    errors, buffer = [], []
+    for number, line in enumerate([*code.split("\n"), ""], 1):
+        buffer.append(line)
+        try:
+            complete = codeop.compile_command("\n".join(buffer), "<stdin>", "single")
+        except (SyntaxError, ValueError, OverflowError) as err:
+            errors.append(f"line {number}: {line.strip()!r} ({type(err).__name__}: {err.msg})")
+            buffer.clear()
+            continue
+        if complete is not None or not line.strip() and len(buffer) == 1:
+            buffer.clear()
+    return errors
+
+
+def test_paste_errors_are_found():
+    assert paste_errors("for i in range(2):\n    x = i\n\nprint(x)\n") == []
+    assert paste_errors("for i in range(2):\n    x = i\nprint(x)\n") != []
+    assert paste_errors("def f():\n    a = 1\n\n    return a\n") != []
+    assert paste_errors('s = """\na\n\nb\n"""\nprint(s)\n') == []
+
+
+@pytest.mark.parametrize("path", TUTORIALS, ids=_name)
+def test_tutorial_blocks_paste_into_python(path):
+    """Every block can be pasted into a plain ``python`` prompt as it is."""
+    bad = []
+    for line, code in python_blocks(path.read_text(encoding="utf-8")):
+        bad += [f"block at line {line}, {e}" for e in paste_errors(code)]
+    assert not bad, f"{path.name}: blocks that fail when pasted into python:\n" + "\n".join(bad)
