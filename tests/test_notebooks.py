@@ -15,8 +15,10 @@ from __future__ import annotations
 import codeop
 import importlib.util
 import json
+import queue
 import re
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -28,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.md"))
 CELL_TIMEOUT_S = 120
+SHELL_SLICE_S = 1.0
 KERNEL = "acrobat-tests"
 FENCE = re.compile(r"^```python\b[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 NOTEBOOK_ONLY = re.compile(r"^<!-- notebook[ \t]*\n.*?^-->[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -112,17 +115,48 @@ def kernel_dir(tmp_path_factory):
     return root
 
 
+def slice_shell_reads(kernel_client, slice_s: float = SHELL_SLICE_S) -> None:
+    """Make the kernel client wait for shell replies in slices of ``slice_s`` seconds.
+
+    nbclient waits for a cell's ``execute_reply`` with one ``poll`` of the shell socket that
+    lasts the whole cell timeout. After a cell that opens widget comms (an ``interact`` cell),
+    that poll can miss the reply's arrival and sleep until the timeout although the reply is
+    there (jupyter/nbclient#312): a stall of the full per-cell limit. Polling again every
+    ``slice_s`` seconds finds the waiting reply; the overall deadline is unchanged."""
+    channel = kernel_client.shell_channel
+    get_msg = channel.get_msg
+
+    async def sliced_get_msg(timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = slice_s if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                return await get_msg(timeout=min(slice_s, left))
+            except queue.Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    channel.get_msg = sliced_get_msg
+
+
+def execute_notebook(nb, workdir: Path, kernel: str = KERNEL) -> NotebookClient:
+    """Run a notebook top to bottom in ``workdir`` (outputs kept in ``nb``), each cell within
+    ``CELL_TIMEOUT_S``; raises CellExecutionError (with the cell and traceback) on failure."""
+    client = NotebookClient(
+        nb,
+        kernel_name=kernel,
+        timeout=CELL_TIMEOUT_S,
+        resources={"metadata": {"path": str(workdir)}},  # files the notebook writes go here
+    )
+    client.on_notebook_start = lambda **_: slice_shell_reads(client.kc)
+    client.execute()
+    return client
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
 def test_notebook_executes(path, tmp_path, kernel_dir, monkeypatch):
     monkeypatch.setenv("JUPYTER_PATH", str(kernel_dir))
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        nb,
-        kernel_name=KERNEL,
-        timeout=CELL_TIMEOUT_S,
-        resources={"metadata": {"path": str(tmp_path)}},  # files the notebook writes go here
-    )
-    client.execute()  # raises CellExecutionError (with the cell and traceback) on failure
+    execute_notebook(nbformat.read(path, as_version=4), tmp_path)
 
 
 def python_blocks(text: str) -> list[tuple[int, str]]:
