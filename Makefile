@@ -47,7 +47,8 @@ lint: $(VENV)/.installed
 explorer: setup
 	$(VENV)/bin/panel serve apps/explorer.py --port $(PORT) --address $(ADDRESS)
 
-# The lessons' one source is tutorials/NN_*.md; this regenerates notebooks/NN_*.ipynb from it.
+# The lessons' one source is tutorials/src/NN_*.md; this regenerates notebooks/NN_*.ipynb from it,
+# executes them and renders the text versions tutorials/NN_*.md (outputs, figures as images).
 notebooks: $(VENV)/.installed
 	$(PY) scripts/lessons.py
 
