@@ -27,6 +27,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 TEXTS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.md"))
 FENCE = re.compile(r"^```python\b[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
+LINK = re.compile(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)")  # relative links: no scheme
 
 
 def _lessons():
@@ -88,6 +89,8 @@ def test_text_is_rendered_from_its_source(path):
     assert text.count(lessons.OUTPUT_OPEN) >= 5, "the text shows (almost) no outputs"
     missing = [i for i in IMAGE.findall(text) if not (path.parent / i).exists()]
     assert not missing, f"{path.name} shows images that do not exist: {missing}"
+    broken = [t for t in LINK.findall(text) if not (path.parent / t).exists()]
+    assert not broken, f"{path.name} links to files that do not exist: {broken}"
     used = {(path.parent / i).resolve() for i in IMAGE.findall(text)}
     folder = ROOT / "tutorials" / "images" / path.stem[:2]
     unused = [p.name for p in folder.glob("*") if p.resolve() not in used]
