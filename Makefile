@@ -49,7 +49,7 @@ explorer: setup
 
 # The lessons' one source is tutorials/src/NN_*.md; this regenerates notebooks/NN_*.ipynb from it,
 # executes them and renders the text versions tutorials/NN_*.md (outputs, figures as images).
-notebooks: $(VENV)/.installed
+notebooks: setup
 	$(PY) scripts/lessons.py
 
 # Optional peers for the benchmark: PyTorch (a local CPU build) in the venv, and DyNet 2.1.2
