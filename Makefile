@@ -47,8 +47,9 @@ lint: $(VENV)/.installed
 explorer: setup
 	$(VENV)/bin/panel serve apps/explorer.py --port $(PORT) --address $(ADDRESS)
 
-# The lessons' one source is tutorials/NN_*.md; this regenerates notebooks/NN_*.ipynb from it.
-notebooks: $(VENV)/.installed
+# The lessons' one source is tutorials/src/NN_*.md; this regenerates notebooks/NN_*.ipynb from it,
+# executes them and renders the text versions tutorials/NN_*.md (outputs, figures as images).
+notebooks: setup
 	$(PY) scripts/lessons.py
 
 # Optional peers for the benchmark: PyTorch (a local CPU build) in the venv, and DyNet 2.1.2

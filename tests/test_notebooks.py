@@ -1,35 +1,33 @@
-"""Teaching material: every notebook executes, is stored stripped, is what its tutorial
-generates (scripts/lessons.py), and every tutorial runs.
+"""Teaching material: every lesson has one source, ``tutorials/src/NN_*.md``; the notebook
+``notebooks/NN_*.ipynb`` is what it generates (stored stripped) and executes top to bottom; the
+text version ``tutorials/NN_*.md`` is the executed notebook rendered with its outputs, and
+everything in it but the outputs is what the source says (scripts/lessons.py makes all three).
 
-``notebooks/NN_*.ipynb`` are executed top to bottom with nbclient on a kernel that runs this
-interpreter (a kernelspec written to a temporary ``JUPYTER_PATH``, so a user-level ``python3``
-kernel pointing at another Python cannot take over); a cell that raises fails the test with the
-cell's source. ``tutorials/NN_*.md`` (same numbering, the text versions) have their ```python
-blocks run in order in one namespace per tutorial, in a temporary directory (they write figure
-files); a failing block fails the test naming the tutorial, the block and its line. Blocks
-inside a tutorial's ``<!-- notebook ... -->`` regions belong to the notebook only and are skipped.
+Notebooks run with nbclient on a kernel that runs this interpreter (a kernelspec on a temporary
+``JUPYTER_PATH``, so a user-level ``python3`` kernel pointing at another Python cannot take over),
+each cell within ``lessons.CELL_TIMEOUT_S``; a cell that raises fails the test with the cell's
+source. Every source's ```python blocks also paste into a plain ``python`` prompt as they are.
 """
 
 from __future__ import annotations
 
+import base64
+import codeop
 import importlib.util
 import json
 import re
-import sys
-import traceback
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
+SOURCES = sorted((ROOT / "tutorials" / "src").glob("[0-9][0-9]_*.md"))
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.md"))
-CELL_TIMEOUT_S = 120
-KERNEL = "acrobat-tests"
+TEXTS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.md"))
 FENCE = re.compile(r"^```python\b[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
-NOTEBOOK_ONLY = re.compile(r"^<!-- notebook[ \t]*\n.*?^-->[ \t]*$", re.MULTILINE | re.DOTALL)
+IMAGE = re.compile(r"!\[[^\]]*\]\(([^)\s]+)\)")
+LINK = re.compile(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)")  # relative links: no scheme
 
 
 def _lessons():
@@ -47,10 +45,11 @@ def _name(path: Path) -> str:
     return path.stem
 
 
-def test_one_tutorial_per_notebook():
-    assert len(NOTEBOOKS) >= 7, "notebooks 01..07 are missing"
-    assert [p.stem for p in NOTEBOOKS] == [p.stem for p in TUTORIALS]
-    assert [p.stem[:2] for p in NOTEBOOKS] == [f"{n:02d}" for n in range(1, len(NOTEBOOKS) + 1)]
+def test_one_source_per_notebook_and_text():
+    assert len(SOURCES) >= 7, "lessons 01..07 are missing"
+    assert [p.stem for p in NOTEBOOKS] == [p.stem for p in SOURCES]
+    assert [p.stem for p in TEXTS] == [p.stem for p in SOURCES]
+    assert [p.stem[:2] for p in SOURCES] == [f"{n:02d}" for n in range(1, len(SOURCES) + 1)]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
@@ -66,15 +65,36 @@ def test_notebook_is_stored_stripped(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
-def test_notebook_is_generated_from_its_tutorial(path):
-    """Cell by cell, the stored notebook is what its tutorial generates."""
-    want = lessons.notebook_of(ROOT / "tutorials" / f"{path.stem}.md")
+def test_notebook_is_generated_from_its_source(path):
+    """Cell by cell, the stored notebook is what its source generates."""
+    want = lessons.notebook_of(ROOT / "tutorials" / "src" / f"{path.stem}.md")
     have = json.loads(path.read_text(encoding="utf-8"))
     assert have["metadata"] == want["metadata"]
     assert len(have["cells"]) == len(want["cells"]), "run scripts/lessons.py (make notebooks)"
     for n, (h, w) in enumerate(zip(have["cells"], want["cells"])):
-        assert h == w, f"cell {n} differs from the tutorial: run scripts/lessons.py"
+        assert h == w, f"cell {n} differs from the source: run scripts/lessons.py"
     assert path.read_text(encoding="utf-8") == lessons.render(want), "run scripts/lessons.py"
+
+
+@pytest.mark.parametrize("path", TEXTS, ids=_name)
+def test_text_is_rendered_from_its_source(path):
+    """The text version is its source's cells (outputs aside) and shows outputs and figures
+    that exist; the outputs themselves (times) vary from run to run and are not compared."""
+    text = path.read_text(encoding="utf-8")
+    want = lessons.text_of(ROOT / "tutorials" / "src" / path.name)
+    assert lessons.without_outputs(text) == want, (
+        f"{path.name} differs from tutorials/src/{path.name}: run scripts/lessons.py "
+        "(make notebooks)"
+    )
+    assert text.count(lessons.OUTPUT_OPEN) >= 5, "the text shows (almost) no outputs"
+    missing = [i for i in IMAGE.findall(text) if not (path.parent / i).exists()]
+    assert not missing, f"{path.name} shows images that do not exist: {missing}"
+    broken = [t for t in LINK.findall(text) if not (path.parent / t).exists()]
+    assert not broken, f"{path.name} links to files that do not exist: {broken}"
+    used = {(path.parent / i).resolve() for i in IMAGE.findall(text)}
+    folder = ROOT / "tutorials" / "images" / path.stem[:2]
+    unused = [p.name for p in folder.glob("*") if p.resolve() not in used]
+    assert not unused, f"images no text shows (stale): {unused}"
 
 
 def test_lesson_marks():
@@ -93,59 +113,102 @@ def test_lesson_marks():
         ("code", "interact()", {}),
         ("code", "y = 2", {"jupyter": {"source_hidden": True}, "tags": ["solution"]}),
     ]
-    assert [code for _, code in python_blocks(text)] == ["write()\n", "x = 1\n", "y = 2\n"]
+    text_cells = [(c["cell_type"], c["source"]) for c in lessons.cells_of(text, medium="text")]
+    assert text_cells == [
+        ("markdown", "# T"),
+        ("markdown", "for readers"),
+        ("code", "write()"),
+        ("markdown", "intro, see [02](02_x.md)"),
+        ("code", "x = 1"),
+        ("markdown", "## 2. Next\nmore"),
+        ("code", "y = 2"),
+    ]
     with pytest.raises(lessons.LessonFormatError):
         lessons.cells_of("<!-- text -->\nnever closed\n")
 
 
-@pytest.fixture(scope="module")
-def kernel_dir(tmp_path_factory):
-    """A kernelspec that runs this very interpreter (with its ipykernel)."""
-    root = tmp_path_factory.mktemp("jupyter")
-    spec = root / "kernels" / KERNEL
-    spec.mkdir(parents=True)
-    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    spec.joinpath("kernel.json").write_text(
-        json.dumps({"argv": argv, "display_name": "acrobat tests", "language": "python"})
+def test_text_rendering(tmp_path):
+    """Outputs become text blocks, images and a note for widgets, wrapped in output marks that
+    ``without_outputs`` removes; a solution stays folded; an error output fails."""
+    source = tmp_path / "09_demo.md"
+    source.write_text(
+        "# Demo\n\nsee [01](01_a.md)\n\n```python\nprint('hi')\n```\n\n```python\nshow()\n```\n"
+        "\n<details><summary>Solution</summary>\n\n```python\nanswer = 42\n```\n\n</details>\n"
     )
-    return root
+    nb = nbformat.from_dict(lessons.notebook_of(source))
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    code[0].outputs = [nbformat.v4.new_output("stream", name="stdout", text="hi\n")]
+    code[1].outputs = [
+        nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<fig>"}),
+        nbformat.v4.new_output("display_data", data={lessons.WIDGET: {}, "text/plain": "w"}),
+    ]
+    text = lessons.text_of(source, nb, camera=None, images_root=tmp_path / "images")
+    assert "```text\nhi\n```" in text
+    assert "![output](images/09/09-002-0.png)" in text
+    assert (tmp_path / "images" / "09" / "09-002-0.png").read_bytes().startswith(b"\x89PNG")
+    assert "interactive widget" in text
+    assert "see [01](01_a.md)" in text  # lesson links stay on the text versions
+    assert "<details><summary>Solution</summary>\n\n```python\nanswer = 42\n```" in text
+    assert lessons.without_outputs(text) == lessons.text_of(source)
+    code[0].outputs = [nbformat.v4.new_output("error", ename="ValueError", evalue="x")]
+    with pytest.raises(lessons.LessonRenderError, match="ValueError"):
+        lessons.text_of(source, nb, camera=None, images_root=tmp_path / "images")
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    with lessons.kernel_here() as name:
+        yield name
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_name)
-def test_notebook_executes(path, tmp_path, kernel_dir, monkeypatch):
-    monkeypatch.setenv("JUPYTER_PATH", str(kernel_dir))
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        nb,
-        kernel_name=KERNEL,
-        timeout=CELL_TIMEOUT_S,
-        resources={"metadata": {"path": str(tmp_path)}},  # files the notebook writes go here
-    )
-    client.execute()  # raises CellExecutionError (with the cell and traceback) on failure
+def test_notebook_executes(path, tmp_path, kernel):
+    lessons.execute(nbformat.read(path, as_version=4), tmp_path, kernel)
 
 
 def python_blocks(text: str) -> list[tuple[int, str]]:
-    """The ```python blocks of a markdown text with the line each one starts on (the blocks of
-    notebook-only regions left out)."""
-    text = NOTEBOOK_ONLY.sub(lambda m: "\n" * m.group(0).count("\n"), text)  # keeps line numbers
+    """The ```python blocks of a markdown text with the line each one starts on."""
     return [(text.count("\n", 0, m.start()) + 2, m.group(1)) for m in FENCE.finditer(text)]
-
-
-@pytest.mark.parametrize("path", TUTORIALS, ids=_name)
-def test_tutorial_code_runs(path, tmp_path, monkeypatch):
-    blocks = python_blocks(path.read_text(encoding="utf-8"))
-    assert blocks, f"{path.name} has no ```python blocks"
-    monkeypatch.chdir(tmp_path)  # figures are written to the current directory
-    namespace: dict = {"__name__": "__main__"}
-    for n, (line, code) in enumerate(blocks, 1):
-        where = f"{path.name}, code block {n} (line {line})"
-        try:
-            exec(compile(code, where, "exec"), namespace)
-        except Exception:
-            pytest.fail(f"{where} failed:\n{traceback.format_exc(limit=-3)}", pytrace=False)
 
 
 def test_python_blocks_are_found():
     text = "intro\n```python\nx = 1\n```\ntext\n```text\nnot code\n```\n```python tags=[]\ny = x\n```\n"
     assert python_blocks(text) == [(3, "x = 1\n"), (10, "y = x\n")]
     assert python_blocks("```pythonic\nz = 1\n```\n") == []
+
+
+def paste_errors(code: str) -> list[str]:
+    """Where a block fails when pasted line by line into a plain ``python`` prompt: the
+    interactive console compiles each statement as soon as it is complete, so an indented block
+    (a loop, ``with``, ``def``) needs a blank line before the next unindented statement, and a
+    blank line inside a function body ends the function. Nothing is executed; the block's end
+    counts as one blank line (the reader presses Enter)."""
+    errors, buffer = [], []
+    for number, line in enumerate([*code.split("\n"), ""], 1):
+        buffer.append(line)
+        try:
+            complete = codeop.compile_command("\n".join(buffer), "<stdin>", "single")
+        except (SyntaxError, ValueError, OverflowError) as err:
+            errors.append(f"line {number}: {line.strip()!r} ({type(err).__name__}: {err.msg})")
+            buffer.clear()
+            continue
+        if complete is not None or not line.strip() and len(buffer) == 1:
+            buffer.clear()
+    return errors
+
+
+def test_paste_errors_are_found():
+    assert paste_errors("for i in range(2):\n    x = i\n\nprint(x)\n") == []
+    assert paste_errors("for i in range(2):\n    x = i\nprint(x)\n") != []
+    assert paste_errors("def f():\n    a = 1\n\n    return a\n") != []
+    assert paste_errors('s = """\na\n\nb\n"""\nprint(s)\n') == []
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=_name)
+def test_source_blocks_paste_into_python(path):
+    """Every block can be pasted into a plain ``python`` prompt as it is."""
+    bad = []
+    for line, code in python_blocks(path.read_text(encoding="utf-8")):
+        bad += [f"block at line {line}, {e}" for e in paste_errors(code)]
+    assert not bad, f"{path.name}: blocks that fail when pasted into python:\n" + "\n".join(bad)
