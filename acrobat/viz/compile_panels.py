@@ -8,7 +8,10 @@ public so tests can read what is shown.
 from __future__ import annotations
 
 import panel as pn
+import param
 
+from acrobat.viz import runner
+from acrobat.viz.app_state import ExplorerState
 from acrobat.viz.highlight import IR_CSS, highlight_ir
 from acrobat.viz.ir_view import (
     DIFF_CSS,
@@ -30,6 +33,61 @@ from acrobat.viz.taint_view import (
 
 NOT_COMPILED = "<p><i>Not compiled: fix the error in the Program tab.</i></p>"
 SCROLL = {"overflow": "auto"}
+
+
+class OptimizationSwitches(pn.viewable.Viewer):
+    """Sidebar: one checkbox per optimization, by its human label (the labels the Passes tab
+    shows beside the passes it switches), each with a tooltip saying what it does.
+
+    ``value`` holds the field names of ``acrobat.CompileOptions`` switched on and follows
+    ``state.optimizations`` both ways (the store keeps field names)."""
+
+    state = param.ClassSelector(class_=ExplorerState)
+    value = param.List(default=[], item_type=str, doc="the optimizations switched on")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        names = self.state.param.optimizations.objects
+        self.boxes = {
+            name: pn.widgets.Checkbox(
+                label=runner.optimization_label(name),
+                value=name in self.state.optimizations,
+                css_classes=["optimization", f"optimization-{name}"],
+                margin=(2, 0, 2, 10),
+            )
+            for name in names
+        }
+        self.tips = {
+            name: pn.widgets.TooltipIcon(value=runner.optimization_help(name), margin=(0, 4))
+            for name in names
+        }
+        self.value = list(self.state.optimizations)
+        for box in self.boxes.values():
+            box.param.watch(self._from_boxes, "value")
+        self.param.watch(self._to_state, "value")
+        self.state.param.watch(self._from_state, "optimizations")
+
+    def __panel__(self):
+        rows = [
+            pn.Row(self.boxes[name], self.tips[name], margin=0, height=26)
+            for name in self.boxes
+        ]
+        return pn.Column(*rows, css_classes=["optimizations"], sizing_mode="stretch_width")
+
+    def _from_boxes(self, _event) -> None:
+        self.value = [name for name, box in self.boxes.items() if box.value]
+
+    def _to_state(self, event: param.parameterized.Event) -> None:
+        order = list(self.boxes)
+        chosen = sorted(set(event.new), key=order.index)
+        for name, box in self.boxes.items():
+            box.value = name in chosen
+        if list(self.state.optimizations) != chosen:
+            self.state.optimizations = chosen
+
+    def _from_state(self, event: param.parameterized.Event) -> None:
+        if list(self.value) != list(event.new):
+            self.value = list(event.new)
 
 
 class PassesView(LazyView):

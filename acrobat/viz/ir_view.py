@@ -12,6 +12,7 @@ import html
 from dataclasses import dataclass
 
 from acrobat.trace import PassApplied, Trace
+from acrobat.viz.runner import pass_switches
 
 DIFF_CSS = """
 pre.acrobat-diff { font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 12.5px;
@@ -62,7 +63,8 @@ def pipeline_stages(trace: Trace) -> list[Stage]:
 
 
 def pass_rows(trace: Trace) -> list[dict]:
-    """One row per pass: step, name, summary, milliseconds, lines added and removed."""
+    """One row per pass: step, name, the optimizations that switch it (their human labels, as
+    the sidebar shows them), summary, milliseconds, lines added and removed."""
     rows = []
     for step, applied in enumerate(trace.of(PassApplied), 1):
         diff = _diff_lines(applied.before, applied.after, "", "")
@@ -70,6 +72,7 @@ def pass_rows(trace: Trace) -> list[dict]:
             {
                 "step": step,
                 "name": applied.name,
+                "switches": pass_switches(applied.name),
                 "summary": applied.summary or ("no change" if not diff else ""),
                 "ms": round(applied.ms, 3),
                 "added": sum(1 for kind, _ in diff if kind == "add"),
@@ -122,10 +125,12 @@ def diff_html(diff: PassDiff) -> str:
 
 
 def pass_table_html(rows: list[dict]) -> str:
-    """The pass rows as a small HTML table (step, pass, what it did, lines +/-, ms)."""
-    head = "<tr><th>#</th><th>pass</th><th>what it did</th><th>+</th><th>−</th><th>ms</th></tr>"
+    """The pass rows as a small HTML table (step, pass, switched by, what it did, +/-, ms)."""
+    head = "<tr><th>#</th><th>pass</th><th>switched by</th><th>what it did</th><th>+</th>"
+    head += "<th>−</th><th>ms</th></tr>"
     body = "".join(
         f"<tr><td>{r['step']}</td><td><code>{html.escape(r['name'])}</code></td>"
+        f"<td class='switches'>{html.escape(', '.join(r['switches'])) or 'always on'}</td>"
         f"<td>{html.escape(r['summary'])}</td><td class='num'>{r['added']}</td>"
         f"<td class='num'>{r['removed']}</td><td class='num'>{r['ms']:.2f}</td></tr>"
         for r in rows

@@ -14,6 +14,7 @@ import param
 
 from acrobat.viz import runner
 from acrobat.viz.app_state import ExplorerState
+from acrobat.viz.compile_panels import OptimizationSwitches
 
 BATCH_SLIDER_END = 256
 
@@ -61,9 +62,8 @@ class RunSettings(pn.viewable.Viewer):
             sizing_mode="stretch_width",
             css_classes=["policy-b"],
         )
-        self.optimizations = pn.widgets.CheckBoxGroup.from_param(
-            state.param.optimizations, inline=False, css_classes=["optimizations"]
-        )
+        # one checkbox per optimization, by its human label, with a tooltip (compile_panels)
+        self.optimizations = OptimizationSwitches(state=state)
         self.run_button = pn.widgets.Button(
             label="Run A and B",
             color="primary",
