@@ -69,8 +69,7 @@ class OptimizationSwitches(pn.viewable.Viewer):
 
     def __panel__(self):
         rows = [
-            pn.Row(self.boxes[name], self.tips[name], margin=0, height=26)
-            for name in self.boxes
+            pn.Row(self.boxes[name], self.tips[name], margin=0, height=26) for name in self.boxes
         ]
         return pn.Column(*rows, css_classes=["optimizations"], sizing_mode="stretch_width")
 
