@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from acrobat.passes.options import CompileOptions
-from acrobat.viz import runner
+from acrobat.viz import panels, runner
 from acrobat.viz.app_state import ExplorerState
 from acrobat.viz.explorer import Explorer
 from acrobat.viz.ir_view import pass_rows, pass_table_html
@@ -51,3 +51,48 @@ def test_passes_tab_names_the_switch_of_each_pass(treelstm):
     table = pass_table_html(list(rows.values()))
     assert "<th>switched by</th>" in table and "Grain coarsening" in table
     assert "always on" in table
+
+
+def _luminance(colour: str) -> float:
+    """WCAG 2 relative luminance of a ``#rrggbb`` colour."""
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2 contrast ratio of two colours (1 to 21)."""
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_contrast_ratio_is_the_wcag_formula():
+    assert contrast("#000000", "#ffffff") == pytest.approx(21)
+    assert contrast("#777777", "#ffffff") == pytest.approx(4.48, abs=0.01)
+
+
+def test_error_alert_shows_the_location_once_readable_and_wrapping(explorer):
+    state = explorer.state
+    state.source = "def main(x: Tensor[4]) -> Tensor[4]:\n    return x +\n"
+    state.compile()
+    alert = explorer.program.editor._alert
+    assert alert.visible
+    text = alert.object
+    assert text.count("2:14") == 0 and text.count("line 2, column 14") == 1
+    assert "treelstm.py: line 2, column 14" in text
+    assert '<pre class="error-message">AcrobatSyntaxError: not valid Python syntax' in text
+    css = alert.stylesheets[0]
+    assert "white-space: pre-wrap" in css and "monospace" in css
+    assert contrast(panels.ERROR_TEXT, panels.ERROR_BACKGROUND) >= 7
+    assert contrast(panels.ERROR_ACCENT, panels.ERROR_BACKGROUND) >= 4.5
+    for colour in (panels.ERROR_TEXT, panels.ERROR_ACCENT, panels.ERROR_BACKGROUND):
+        assert colour in css
+    state.source = "def main(x: Tensor[4]) -> Tensor[4]:\n    return tanh(x)\n"
+    state.compile()
+    assert not alert.visible
+
+
+def test_error_without_a_location_says_so_once():
+    text = panels.error_html("AcrobatError: no entry", None, None)
+    assert "compile error" in text and text.count("AcrobatError") == 1
+    assert "&lt;b&gt;" in panels.error_html("<b>", 1, 0)
