@@ -13,7 +13,12 @@ from contextlib import contextmanager
 import param
 
 from acrobat import models
-from acrobat.errors import AcrobatError, UndeclaredSizeError
+from acrobat.errors import (
+    AcrobatError,
+    BackendUnavailableError,
+    MissingLoweringError,
+    UndeclaredSizeError,
+)
 from acrobat.frontend import parse
 from acrobat.trace import Trace
 from acrobat.viz import runner
@@ -146,7 +151,7 @@ class ExplorerState(param.Parameterized):
                     runs[side] = same[0] if same else self._run_one(instances, policy)
             except AcrobatError as err:
                 self.param.update(**{f"trace_{side}": None for side in sides})
-                self.run_error = f"the program could not run on {self.model}'s inputs: {err}"
+                self.run_error = self._run_failure(err)
                 return False
             except Exception as err:  # a bug in acrobat: show it, stay up
                 self.param.update(**{f"trace_{side}": None for side in sides})
@@ -154,8 +159,19 @@ class ExplorerState(param.Parameterized):
                 return False
             timings = dict(self.timings, **{f"run_{side}_ms": r.ms for side, r in runs.items()})
             traces = {f"trace_{side}": r.trace for side, r in runs.items()}
-            self.param.update(timings=timings, run_error="", origin=self._describe(), **traces)
+            self.param.update(timings=timings, run_error="", origin=self._describe(runs), **traces)
             return True
+
+    def _run_failure(self, err: AcrobatError, what: str = "") -> str:
+        """Why a run failed: the backend (named, with its reason) when it is to blame, else
+        the program on the model's inputs."""
+        if isinstance(err, BackendUnavailableError):
+            hint = f" ({err.hint})" if err.hint else ""
+            return f"the {self.backend} backend cannot run here: {err.message}{hint}"
+        if isinstance(err, MissingLoweringError):
+            return f"the {err.backend} backend cannot run this program: {err.message}"
+        what = what or f"the program could not run on {self.model}'s inputs"
+        return f"{what}: {err}"
 
     def _run_one(self, instances: list, policy: str) -> runner.Ran:
         ran = runner.run_program(self._compiled, instances, policy, self.backend)
@@ -173,12 +189,19 @@ class ExplorerState(param.Parameterized):
             rows.append(row)
         self.comparison = rows
 
-    def _describe(self) -> str:
+    def _describe(self, runs: dict) -> str:
         edited = " (edited)" if self.source != models.source(self.model) else ""
         return (
             f"{self.model}{edited}, {self.size}, {self.batch_size} instances, seed {self.seed}, "
-            f"{self.backend}, {options_label(self.disabled)}"
+            f"{self._backend_shown(runs)}, {options_label(self.disabled)}"
         )
+
+    def _backend_shown(self, runs: dict) -> str:
+        """The backend, and for ``"auto"`` the one the runs ran on: ``"auto → numpy"``."""
+        if self.backend != runner.AUTO:
+            return self.backend
+        ran_on = {_stat(r.trace, "backend") for r in runs.values()} - {None}
+        return f"auto → {', '.join(sorted(ran_on)) or runner.auto_backend()[0]}"
 
     def _live(self) -> bool:
         return self.auto_run and not self._quiet and not self.error
@@ -230,7 +253,7 @@ class ExplorerState(param.Parameterized):
                     ran = runner.run_program(compiled[disabled], instances, policy, self.backend)
                     rows.append(compare_row(ran.trace, options_label(disabled)))
             except AcrobatError as err:
-                self.run_error = f"the comparison could not run: {err}"
+                self.run_error = self._run_failure(err, "the comparison could not run")
                 return False
             finally:
                 self._record(*rows)
@@ -325,6 +348,12 @@ def _policy_of(trace: Trace | None) -> str | None:
         return None
     summaries = [e for e in trace.events if e.kind in ("ScheduleFormed", "BatchFormed")]
     return getattr(summaries[0], "policy", None) if summaries else None
+
+
+def _stat(trace: Trace, name: str):
+    """Statistic ``name`` of the run's last ``RunSummary``, or None."""
+    summaries = [e for e in trace.events if e.kind == "RunSummary"]
+    return summaries[-1].stats.get(name) if summaries else None
 
 
 def _finished(trace: Trace) -> bool:

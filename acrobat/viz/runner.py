@@ -31,6 +31,27 @@ def unavailable_backends() -> dict[str, str]:
     return {b.name: b.reason for b in acrobat.backends() if not b.available}
 
 
+def auto_backend() -> tuple[str, str]:
+    """What ``backend="auto"`` runs on here, and why: the preferred backend
+    (``acrobat.backends.AUTO_PREFERS``) when it can run, NumPy otherwise."""
+    preferred = acrobat.backends.AUTO_PREFERS
+    info = {b.name: b for b in acrobat.backends()}.get(preferred)
+    if info is not None and info.available:
+        return preferred, f"{preferred} can run here"
+    why = info.reason if info is not None else f"{preferred} is not registered"
+    return "numpy", f"{preferred} cannot run here: {why}"
+
+
+def backend_note(backend: str) -> str:
+    """The lines under the backend picker: which backends cannot run here and why (they are
+    offered greyed out), and for ``"auto"`` what it picks."""
+    lines = [f"{name}: {why}" for name, why in unavailable_backends().items()]
+    if backend == AUTO:
+        picked, why = auto_backend()
+        lines.insert(0, f"auto runs on {picked} ({why})")
+    return "\n".join(lines)
+
+
 def optimization_names() -> tuple[str, ...]:
     """The switchable optimizations, by ``acrobat.CompileOptions`` field name: the switches on
     by default (the explorer compiles ``CompileOptions().without(*unchecked)``, which can switch

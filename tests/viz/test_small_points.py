@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import acrobat
 from acrobat.passes.options import CompileOptions
 from acrobat.viz import panels, runner
 from acrobat.viz.app_state import ExplorerState
@@ -96,3 +97,51 @@ def test_error_without_a_location_says_so_once():
     text = panels.error_html("AcrobatError: no entry", None, None)
     assert "compile error" in text and text.count("AcrobatError") == 1
     assert "&lt;b&gt;" in panels.error_html("<b>", 1, 0)
+
+
+@pytest.fixture
+def no_device():
+    """A registered backend that cannot run here (as cupy without CUDA), removed afterwards."""
+    from acrobat.backends import register_backend, unregister_backend
+    from acrobat.errors import BackendUnavailableError
+
+    def build():
+        raise BackendUnavailableError("no CUDA device", hint="use backend='numpy'")
+
+    register_backend("nodevice", build, check=lambda: (False, "no CUDA device"), doc="test")
+    try:
+        yield "nodevice"
+    finally:
+        unregister_backend("nodevice")
+
+
+def test_unavailable_backend_is_disabled_with_its_reason_in_view(no_device):
+    state = ExplorerState(model="treelstm", size="tiny", batch_size=2)
+    settings = Explorer(state=state).settings
+    assert no_device in settings.backend.disabled_options
+    assert "nodevice: no CUDA device" in settings.backend_note.object
+    assert "nodevice: no CUDA device" in runner.backend_note("numpy")
+    assert "auto runs on" not in settings.backend_note.object
+    state.backend = "auto"
+    assert "auto runs on" in settings.backend_note.object
+
+
+def test_a_run_failing_for_its_backend_names_the_backend_not_the_program(no_device):
+    state = ExplorerState(model="treelstm", size="tiny", batch_size=2, backend=no_device)
+    assert not state.run()
+    assert state.run_error.startswith("the nodevice backend cannot run here: no CUDA device")
+    assert "program" not in state.run_error
+    assert not state.compare_policies()
+    assert state.run_error.startswith("the nodevice backend cannot run here")
+
+
+@pytest.mark.filterwarnings("ignore::acrobat.backends.BackendFallbackWarning")
+def test_auto_says_what_it_picked():
+    picked, why = runner.auto_backend()
+    infos = {b.name: b for b in acrobat.backends()}
+    assert picked == ("cupy" if infos["cupy"].available else "numpy")
+    note = runner.backend_note("auto")
+    assert note.splitlines()[0] == f"auto runs on {picked} ({why})"
+    state = ExplorerState(model="treelstm", size="tiny", batch_size=2, backend="auto")
+    assert state.run()
+    assert f"auto → {picked}" in state.origin
