@@ -15,7 +15,21 @@ contexts flow around any cycle of the call graph.
 and constants; *instance* values on per-instance inputs; *tensor-dependent* values are
 host values read from tensors (``item``/``argmax``) or derived from them. Classes are
 joined over call sites and iterated to a fixed point (a finite lattice, monotone joins).
-Branches whose condition is tensor-dependent need fibers at run time.
+
+Control counts as well as data (implicit flow): a parameter joins the classes of the branch
+conditions each call site sits under in its function, because they decide which site passed
+the value. StackRNN's ``parse(..., depth + 1)`` and ``parse(..., depth - 1)`` sit under the
+instance's tokens and the ``item`` decision, so ``depth``, built from constants only, is
+tensor-dependent: the stack size follows the parse. Exceptions keep the classes exact: a
+recursive call passing a parameter on unchanged adds no value, so no control; a position
+that one call site passes (not counting those), or that every site passes the same constant
+or weight, gets no control (its value is the same whichever site ran); a tensor parameter gets at most ``instance`` from control
+(which tensor arrives varies per instance, but the host needs no tensor's value to pass it).
+
+Branches whose condition is tensor-dependent by data (a host value read from a tensor in
+that function or passed into it) need fibers at run time; control-only classes do not change
+which functions are fibers: a branch on ``depth`` waits for no kernel, the read that decided
+it already happened.
 """
 
 from __future__ import annotations
@@ -45,6 +59,7 @@ from acrobat.ir.nodes import (
 )
 from acrobat.ir.ops import REGISTRY
 from acrobat.ir.traversal import children, pattern_vars, walk
+from acrobat.ir.types import TensorType
 
 AbsVal = Any  # None | str | tuple[AbsVal, ...]
 Context = tuple  # one AbsVal per function parameter
@@ -163,29 +178,92 @@ class TaintResult:
 
 
 def taint(m: Module) -> TaintResult:
-    """Instance and tensor-dependent taint of every variable (fixed point over calls)."""
+    """Instance and tensor-dependent taint of every variable (fixed point over calls), by
+    data and control; fibers and tensor-dependent branches by data (module docstring)."""
+    result = TaintResult()
+    result.classes, result.returns = _classes(m, implicit=True)
+    by_data, returns_by_data = _classes(m, implicit=False)
+    _control(m, result, by_data, returns_by_data)
+    return result
+
+
+def _classes(m: Module, implicit: bool) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """Every function's variable classes and return class; ``implicit`` adds control flow."""
     params = {f.name: [PARAMETER] * len(f.params) for f in m.functions}
     params[m.entry] = [INSTANCE] * len(m.main.params)
     returns = {f.name: PARAMETER for f in m.functions}
-    result = TaintResult()
+    same_everywhere = _same_at_every_site(m) if implicit else set()
+    tensor = {(f.name, i) for f in m.functions for i, p in enumerate(f.params) if _is_tensor(p.ty)}
+    classes: dict[str, dict[str, str]] = {}
     changed = True
     while changed:
         changed = False
         for f in m.functions:
             env = dict(zip((p.name for p in f.params), params[f.name]))
             ret = _Classify(env, returns).value(f.body)
-            result.classes[f.name] = env
+            classes[f.name] = env
             if join(ret, returns[f.name]) != returns[f.name]:
                 returns[f.name] = join(ret, returns[f.name])
                 changed = True
-            for callee, classes in _argument_classes(f.body, env, returns):
-                new = [join(a, b) for a, b in zip(params[callee], classes)]
+            for callee, args, control in _argument_classes(f.body, env, returns):
+                new = list(params[callee])
+                for i, (arg, cls) in enumerate(args[: len(new)]):
+                    flow = control if implicit else PARAMETER
+                    if (callee, i) in same_everywhere or _passes_through(m, f, callee, i, arg):
+                        flow = PARAMETER  # the same value whichever site ran
+                    elif (callee, i) in tensor:
+                        flow = min(flow, INSTANCE, key=_RANK.__getitem__)
+                    new[i] = join(new[i], cls, flow)
                 if new != params[callee]:
                     params[callee] = new
                     changed = True
-    result.returns = returns
-    _control(m, result)
-    return result
+    return classes, returns
+
+
+def _passes_through(m: Module, f: Function, callee: str, i: int, arg: Expr | None) -> bool:
+    """A call of ``f`` to itself passing its own ``i``-th parameter on unchanged."""
+    return (
+        callee == f.name
+        and isinstance(arg, Var)
+        and i < len(f.params)
+        and arg.name == f.params[i].name
+    )
+
+
+def _is_tensor(ty) -> bool:
+    return isinstance(ty, TensorType)
+
+
+def _same_at_every_site(m: Module) -> set[tuple[str, int]]:
+    """(callee, position) pairs whose value does not depend on which call site ran: one call
+    site passes it, or every site passes the same constant or weight (a function passing its
+    own parameter on to itself adds no other value)."""
+    seen: dict[tuple[str, int], list] = {}
+    for f in m.functions:
+        for e in walk(f.body):
+            if isinstance(e, (FnCall, KernelCall)):
+                callee, args = (e.fn if isinstance(e, FnCall) else e.kernel), e.args
+            elif isinstance(e, Map):
+                callee, args = e.fn, (None, *e.extra)
+            else:
+                continue
+            for i, a in enumerate(args):
+                if not _passes_through(m, f, callee, i, a):
+                    seen.setdefault((callee, i), []).append(_static_key(a))
+    return {
+        key
+        for key, values in seen.items()
+        if len(values) == 1 or (len(set(values)) == 1 and values[0] is not None)
+    }
+
+
+def _static_key(e: Expr | None):
+    """A key equal for two expressions with the same value in every run, or None."""
+    if isinstance(e, Const):
+        return ("const", type(e.value).__name__, repr(e.value))
+    if isinstance(e, ParamRef):
+        return ("weight", e.name)
+    return None
 
 
 class _Classify:
@@ -226,25 +304,46 @@ class _Classify:
 
 
 def _argument_classes(body: Expr, env: dict[str, str], returns: dict[str, str]):
-    """(callee, class of each argument) for every call in ``body``."""
+    """(callee, (argument, its class) per argument, class of the branch conditions the call
+    sits under in ``body``) for every call in ``body``; map's element argument is None."""
     cls = _Classify(dict(env), returns).value
-    for e in walk(body):
+    for e, control in _under_control(body, cls, PARAMETER):
         if isinstance(e, FnCall):
-            yield e.fn, [cls(a) for a in e.args]
+            yield e.fn, [(a, cls(a)) for a in e.args], control
         elif isinstance(e, KernelCall):  # so the values inside kernels are classified too
-            yield e.kernel, [cls(a) for a in e.args]
+            yield e.kernel, [(a, cls(a)) for a in e.args], control
         elif isinstance(e, Map):
-            yield e.fn, [cls(e.xs)] + [cls(a) for a in e.extra]
+            yield e.fn, [(None, cls(e.xs))] + [(a, cls(a)) for a in e.extra], control
 
 
-def _control(m: Module, result: TaintResult) -> None:
-    """Branches on tensor-dependent conditions, and the functions that reach them."""
+def _under_control(e: Expr, cls, control: str):
+    """Every sub-expression of ``e`` with the join of the conditions it is evaluated under."""
+    yield e, control
+    if isinstance(e, If):
+        yield from _under_control(e.cond, cls, control)
+        inner = join(control, cls(e.cond))
+        yield from _under_control(e.then, cls, inner)
+        yield from _under_control(e.orelse, cls, inner)
+    elif isinstance(e, Match):
+        yield from _under_control(e.scrutinee, cls, control)
+        inner = join(control, cls(e.scrutinee))
+        for clause in e.clauses:
+            yield from _under_control(clause.body, cls, inner)
+    else:
+        for child in children(e):
+            yield from _under_control(child, cls, control)
+
+
+def _control(
+    m: Module, result: TaintResult, by_data: dict[str, dict[str, str]], returns: dict[str, str]
+) -> None:
+    """Branches on conditions tensor-dependent by data, and the functions that reach them."""
     direct = set()
     for f in m.functions:
-        env = result.classes[f.name]
+        env = by_data[f.name]
         for e in walk(f.body):
             cond = e.cond if isinstance(e, If) else e.scrutinee if isinstance(e, Match) else None
-            if cond is not None and _Classify(env, result.returns).value(cond) == TENSOR_DEPENDENT:
+            if cond is not None and _Classify(env, returns).value(cond) == TENSOR_DEPENDENT:
                 what = cond.name if isinstance(cond, Var) else type(cond).__name__
                 result.tensor_dependent_branches.append((f.name, what))
                 direct.add(f.name)
