@@ -16,15 +16,16 @@ and constants; *instance* values on per-instance inputs; *tensor-dependent* valu
 host values read from tensors (``item``/``argmax``) or derived from them. Classes are
 joined over call sites and iterated to a fixed point (a finite lattice, monotone joins).
 
-Control counts as well as data (implicit flow): a parameter joins the classes of the branch
-conditions each call site sits under in its function, because they decide which site passed
-the value. StackRNN's ``parse(..., depth + 1)`` and ``parse(..., depth - 1)`` sit under the
-instance's tokens and the ``item`` decision, so ``depth``, built from constants only, is
-tensor-dependent: the stack size follows the parse. Exceptions keep the classes exact: a
-recursive call passing a parameter on unchanged adds no value, so no control; a position
-that one call site passes (not counting those), or that every site passes the same constant
-or weight, gets no control (its value is the same whichever site ran); a tensor parameter gets at most ``instance`` from control
-(which tensor arrives varies per instance, but the host needs no tensor's value to pass it).
+Control counts as well as data (implicit flow) where it picks a value: when two or more
+calls of one kind (a function's calls to itself; calls from other functions) may pass a
+parameter different values, it joins the classes of the branch conditions each call sits
+under (and, for calls from other functions, the conditions their caller was called under). StackRNN's ``parse(..., depth + 1)``
+and ``parse(..., depth - 1)`` sit under the instance's tokens and the ``item`` decision, so
+``depth``, built from constants only, is tensor-dependent: the stack size follows the parse.
+A loop counter passed as ``n - 1`` by a function's single call to itself stays a parameter:
+its k-th value is the same in every instance, only how many steps run differs. A tensor
+parameter gets at most ``instance`` from control (which tensor arrives varies per instance,
+but the host needs no tensor's value to pass it).
 
 Branches whose condition is tensor-dependent by data (a host value read from a tensor in
 that function or passed into it) need fibers at run time; control-only classes do not change
@@ -192,7 +193,8 @@ def _classes(m: Module, implicit: bool) -> tuple[dict[str, dict[str, str]], dict
     params = {f.name: [PARAMETER] * len(f.params) for f in m.functions}
     params[m.entry] = [INSTANCE] * len(m.main.params)
     returns = {f.name: PARAMETER for f in m.functions}
-    same_everywhere = _same_at_every_site(m) if implicit else set()
+    called_under = {f.name: PARAMETER for f in m.functions}  # the controls it is called under
+    chosen = _chosen_by_control(m) if implicit else set()
     tensor = {(f.name, i) for f in m.functions for i, p in enumerate(f.params) if _is_tensor(p.ty)}
     classes: dict[str, dict[str, str]] = {}
     changed = True
@@ -205,40 +207,39 @@ def _classes(m: Module, implicit: bool) -> tuple[dict[str, dict[str, str]], dict
             if join(ret, returns[f.name]) != returns[f.name]:
                 returns[f.name] = join(ret, returns[f.name])
                 changed = True
-            for callee, args, control in _argument_classes(f.body, env, returns):
+            for callee, args, local in _argument_classes(f.body, env, returns):
+                recursive = callee == f.name
+                control = local if recursive else join(local, called_under[f.name])
                 new = list(params[callee])
-                for i, (arg, cls) in enumerate(args[: len(new)]):
-                    flow = control if implicit else PARAMETER
-                    if (callee, i) in same_everywhere or _passes_through(m, f, callee, i, arg):
-                        flow = PARAMETER  # the same value whichever site ran
-                    elif (callee, i) in tensor:
-                        flow = min(flow, INSTANCE, key=_RANK.__getitem__)
+                for i, (_arg, cls) in enumerate(args[: len(new)]):
+                    flow = PARAMETER
+                    if (callee, i, recursive) in chosen:
+                        flow = control
+                        if (callee, i) in tensor:
+                            flow = min(flow, INSTANCE, key=_RANK.__getitem__)
                     new[i] = join(new[i], cls, flow)
                 if new != params[callee]:
                     params[callee] = new
                     changed = True
+                if implicit and join(called_under[callee], control) != called_under[callee]:
+                    called_under[callee] = join(called_under[callee], control)
+                    changed = True
     return classes, returns
-
-
-def _passes_through(m: Module, f: Function, callee: str, i: int, arg: Expr | None) -> bool:
-    """A call of ``f`` to itself passing its own ``i``-th parameter on unchanged."""
-    return (
-        callee == f.name
-        and isinstance(arg, Var)
-        and i < len(f.params)
-        and arg.name == f.params[i].name
-    )
 
 
 def _is_tensor(ty) -> bool:
     return isinstance(ty, TensorType)
 
 
-def _same_at_every_site(m: Module) -> set[tuple[str, int]]:
-    """(callee, position) pairs whose value does not depend on which call site ran: one call
-    site passes it, or every site passes the same constant or weight (a function passing its
-    own parameter on to itself adds no other value)."""
-    seen: dict[tuple[str, int], list] = {}
+def _chosen_by_control(m: Module) -> set[tuple[str, int, bool]]:
+    """(callee, position, recursive) where control flow picks the value: two or more call
+    sites of that kind that may pass different values. A function's calls to itself are one
+    kind (the choice among them is made in its own body: StackRNN's ``depth + 1`` or
+    ``depth - 1``); calls from other functions the other (a single call to itself, as a loop
+    counter's ``n - 1``, is no choice: the k-th call gets the same value in every instance).
+    Passing a parameter on unchanged is one value; every site passing the same constant or
+    weight is no choice."""
+    keys: dict[tuple[str, int, bool], list] = {}
     for f in m.functions:
         for e in walk(f.body):
             if isinstance(e, (FnCall, KernelCall)):
@@ -247,13 +248,13 @@ def _same_at_every_site(m: Module) -> set[tuple[str, int]]:
                 callee, args = e.fn, (None, *e.extra)
             else:
                 continue
+            recursive = callee == f.name
             for i, a in enumerate(args):
-                if not _passes_through(m, f, callee, i, a):
-                    seen.setdefault((callee, i), []).append(_static_key(a))
+                passed_on = recursive and isinstance(a, Var) and i < len(f.params)
+                key = "passed on" if passed_on and a.name == f.params[i].name else _static_key(a)
+                keys.setdefault((callee, i, recursive), []).append(key)
     return {
-        key
-        for key, values in seen.items()
-        if len(values) == 1 or (len(set(values)) == 1 and values[0] is not None)
+        site for site, ks in keys.items() if len(ks) > 1 and (len(set(ks)) > 1 or ks[0] is None)
     }
 
 

@@ -202,7 +202,7 @@ def walk(xs: List[int], n: int, k: int, w: Tensor[H, H]) -> int:
         case Cons(x, rest):
             if x > 0:
                 return walk(rest, n + 1, k, w)
-            return walk(rest, n, 7, w)
+            return walk(rest, n, k, w)
 
 def main(xs: List[int]) -> int:
     return walk(xs, 0, 7, W)
@@ -212,6 +212,47 @@ def main(xs: List[int]) -> int:
 def test_control_flow_counts_only_where_it_picks_the_value():
     t = taint(acrobat.parse(COUNTER))
     assert t.of("walk", "n") == INSTANCE  # n + 1 or n: the instance's list decides
-    assert t.of("walk", "k") == PARAMETER  # 7 at every site (or passed on): always 7
+    assert t.of("walk", "k") == PARAMETER  # 7, then passed on unchanged: always 7
     assert t.of("walk", "w") == PARAMETER  # the weight W, passed on unchanged
     assert t.tensor_dependent_branches == [] and not t.fiber_functions
+
+
+LOOP = """
+H = Size("H", 4)
+w: Param[1, H]
+
+def steps(h: Tensor[H], n: int) -> Tensor[H]:
+    if n == 0:
+        return h
+    if item(dense(h, w)) > 0.5:
+        return h
+    return steps(tanh(h), n - 1)
+
+def main(x: Tensor[H]) -> Tensor[H]:
+    return steps(x, 6)
+"""
+
+CALLERS = """
+def f(x: int) -> int:
+    return x + 1
+
+def one(y: int) -> int:
+    return f(1)
+
+def two(y: int) -> int:
+    return f(2)
+
+def main(c: int) -> int:
+    if c > 0:
+        return one(c)
+    return two(c)
+"""
+
+
+def test_a_loop_counter_stays_a_parameter_but_a_value_picked_by_the_caller_does_not():
+    t = taint(acrobat.parse(LOOP))
+    # the k-th step's n is 6 - k in every instance; only how many steps run differs
+    assert t.of("steps", "n") == PARAMETER and t.of("steps", "h") == INSTANCE
+    assert [f for f, _ in t.tensor_dependent_branches] == ["steps"]
+    t = taint(acrobat.parse(CALLERS))
+    assert t.of("f", "x") == INSTANCE  # 1 or 2: c decides which caller runs
