@@ -84,6 +84,17 @@ class TaintComputed(Event):
 
 
 @dataclass(frozen=True)
+class StageTaint(Event):
+    """Taint classes of every variable of one host function at one stage of the pass
+    pipeline: stage 0 is the parsed program (the first pass's input), stage k the IR after
+    the k-th ``PassApplied`` (the last stage is the program ``TaintComputed`` describes)."""
+
+    stage: int
+    function: str
+    classes: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class HostProgramGenerated(Event):
     """The generated host program (Python source) of a compiled program."""
 

@@ -188,6 +188,12 @@ def taint(m: Module) -> TaintResult:
     return result
 
 
+def taint_classes(m: Module) -> dict[str, dict[str, str]]:
+    """Only the classes of :func:`taint` (every function's variables), without the fibers:
+    what the compile trace records for each stage of the pipeline."""
+    return _classes(m, implicit=True)[0]
+
+
 def _classes(m: Module, implicit: bool) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
     """Every function's variable classes and return class; ``implicit`` adds control flow."""
     params = {f.name: [PARAMETER] * len(f.params) for f in m.functions}

@@ -25,8 +25,10 @@ from acrobat.viz.ir_view import (
 from acrobat.viz.lazy_view import LazyView
 from acrobat.viz.taint_view import (
     TAINT_CSS,
+    default_stage,
     taint_html,
     taint_legend_html,
+    taint_stages,
     taint_table_html,
     taint_variables_html,
 )
@@ -154,11 +156,15 @@ class PassesView(LazyView):
 
 
 class TaintView(LazyView):
-    """The compiled program with every binding coloured by taint class; legend and tables."""
+    """The program at a chosen pipeline stage with every binding coloured by taint class;
+    legend and tables. The stage picker offers the stages the compile trace has classes of
+    and starts at the most informative (before fusion: every op still in a host function)."""
 
     def __init__(self, **params):
         super().__init__(**params)
         sheets = [IR_CSS, TAINT_CSS, TABLE_CSS]
+        self.stage = pn.widgets.Select(label="Stage", css_classes=["taint-stage"], width=320)
+        self.stage_note = pn.pane.Markdown("", css_classes=["taint-stage-note"], margin=(0, 10))
         self.legend = pn.pane.HTML("", stylesheets=sheets, css_classes=["taint-legend"])
         self.table = pn.pane.HTML("", stylesheets=sheets, css_classes=["taint-table"])
         self.variables = pn.pane.HTML("", stylesheets=sheets, max_height=500, styles=SCROLL)
@@ -170,6 +176,8 @@ class TaintView(LazyView):
             styles=SCROLL,
             css_classes=["taint-view"],
         )
+        self._stages = []
+        self.stage.param.watch(self._show, "value")
         self.watch_state("compile_trace")
         self._refresh()
 
@@ -182,15 +190,50 @@ class TaintView(LazyView):
             pn.Card(self.variables, title="Every variable", collapsed=True),
             width=520,
         )
-        return pn.Row(self.program, side, sizing_mode="stretch_width")
+        main = pn.Column(self.stage, self.stage_note, self.program, sizing_mode="stretch_width")
+        return pn.Row(main, side, sizing_mode="stretch_width")
 
     def _refresh(self, *_events) -> None:
         trace = self.state.compile_trace
-        if trace is None:
+        self._stages = taint_stages(trace) if trace is not None else []
+        options = {stage.label: position for position, stage in enumerate(self._stages)}
+        value = default_stage(self._stages) if self._stages else None
+        before = self.stage.value
+        self.stage.param.update(options=options, value=value)
+        if self.stage.value == before:  # the watcher did not redraw: the classes may differ
+            self._show()
+
+    def _show(self, *_events) -> None:
+        trace = self.state.compile_trace
+        if trace is None or not self._stages or self.stage.value is None:
             self.program.object, self.legend.object = NOT_COMPILED, ""
-            self.table.object = self.variables.object = ""
+            self.table.object = self.variables.object = self.stage_note.object = ""
             return
-        self.program.object = taint_html(trace)
-        self.legend.object = taint_legend_html(trace)
-        self.table.object = taint_table_html(trace)
-        self.variables.object = taint_variables_html(trace)
+        stage = self._stages[self.stage.value]
+        self.stage_note.object = _stage_note(stage)
+        self.program.object = taint_html(trace, stage=stage)
+        self.legend.object = taint_legend_html(trace, stage)
+        self.table.object = taint_table_html(trace, stage)
+        self.variables.object = taint_variables_html(trace, stage)
+
+    def show_stage(self, label_end: str) -> None:
+        """Pick the stage whose label ends with ``label_end`` (what the picker does)."""
+        self.stage.value = next(
+            position
+            for position, stage in enumerate(self._stages)
+            if stage.label.endswith(label_end)
+        )
+
+
+def _stage_note(stage) -> str:
+    if stage.compiled:
+        return (
+            "*The compiled program: values inside kernels are not classified (a kernel runs "
+            "batched); fibers and tensor-dependent branches are this stage's.*"
+        )
+    if stage.index == 0:
+        return "*The program as parsed, before any pass.*"
+    return (
+        "*Before fusion: every op is still in a host function, so every value is classified. "
+        "Fibers are decided on the compiled program.*"
+    )

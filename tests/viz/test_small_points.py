@@ -7,10 +7,19 @@ import pytest
 
 import acrobat
 from acrobat.passes.options import CompileOptions
+from acrobat.trace import PassApplied, StageTaint, Trace
 from acrobat.viz import panels, runner
 from acrobat.viz.app_state import ExplorerState
 from acrobat.viz.explorer import Explorer
 from acrobat.viz.ir_view import pass_rows, pass_table_html
+from acrobat.viz.taint_view import (
+    default_stage,
+    taint_html,
+    taint_legend_html,
+    taint_rows,
+    taint_stages,
+    taint_table_html,
+)
 
 
 @pytest.fixture
@@ -145,3 +154,50 @@ def test_auto_says_what_it_picked():
     state = ExplorerState(model="treelstm", size="tiny", batch_size=2, backend="auto")
     assert state.run()
     assert f"auto → {picked}" in state.origin
+
+
+def test_taint_stages_default_to_before_fusion_and_offer_the_compiled_program(stackrnn):
+    stages = taint_stages(stackrnn.compile)
+    labels = [s.label for s in stages]
+    assert labels[0] == "0 · parsed" and labels[-1].endswith("(compiled)")
+    before = stages[default_stage(stages)]
+    assert before.label.endswith("(before fusion)") and not before.compiled
+    passes = stackrnn.compile.of(PassApplied)
+    assert passes[before.index].name == "FuseOps"  # the stage FuseOps starts from
+    assert before.text == passes[before.index - 1].after
+    # StackRNN's %depth: tensor-dependent (the parse decides it), not "weights only"
+    assert before.classes["parse"]["depth"] == "tensor-dependent"
+    page = taint_html(stackrnn.compile, stage=before)
+    assert 'class="taint-tensor-dependent" title="depth: tensor-dependent">%depth' in page
+    legend = taint_legend_html(stackrnn.compile, before)
+    assert "weights only" not in legend and "by which branch ran" in legend
+    assert "+ 7 weights" in legend  # E, W_s, U_s, b_s, W_r, b_r, w_t
+    # fibers are the compiled program's: an earlier stage shows none
+    assert "<td>—</td>" in taint_table_html(stackrnn.compile, before)
+    assert "<td>yes</td>" in taint_table_html(stackrnn.compile, stages[-1])
+
+
+def test_treelstm_before_fusion_classifies_the_ops_the_fused_program_hides(treelstm):
+    stages = taint_stages(treelstm.compile)
+    before, compiled = stages[default_stage(stages)], stages[-1]
+    assert len(taint_rows(treelstm.compile, before)) > len(taint_rows(treelstm.compile, compiled))
+
+
+def test_a_trace_without_stage_events_shows_the_compiled_program(treelstm):
+    old = Trace([e for e in treelstm.compile.events if not isinstance(e, StageTaint)])
+    stages = taint_stages(old)
+    assert len(stages) == 1 and stages[0].compiled and default_stage(stages) == 0
+
+
+def test_taint_tab_picks_a_stage(explorer):
+    explorer.state.model = "stackrnn"
+    explorer.open_tab("Taint")
+    view = explorer.taint
+    assert view.stage.value is not None
+    label = {v: k for k, v in view.stage.options.items()}[view.stage.value]
+    assert label.endswith("(before fusion)")
+    assert "%depth" in view.program.object and "tensor-dependent" in view.program.object
+    view.show_stage("(compiled)")
+    assert "kernel @" in view.program.object and "<td>yes</td>" in view.table.object
+    view.show_stage("parsed")
+    assert "as parsed" in view.stage_note.object
