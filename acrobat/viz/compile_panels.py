@@ -12,7 +12,7 @@ import param
 
 from acrobat.viz import runner
 from acrobat.viz.app_state import ExplorerState
-from acrobat.viz.highlight import IR_CSS, highlight_ir
+from acrobat.viz.highlight import IR_CSS, highlight_ir, scroll_box
 from acrobat.viz.ir_view import (
     DIFF_CSS,
     TABLE_CSS,
@@ -101,15 +101,15 @@ class PassesView(LazyView):
         self.context = pn.widgets.IntInput(label="Context", value=3, start=0, width=90)
         self.diff = pn.pane.HTML(
             "",
-            stylesheets=[DIFF_CSS],
+            stylesheets=[DIFF_CSS, scroll_box(640)],
             sizing_mode="stretch_width",
-            max_height=640,
-            styles=SCROLL,
             css_classes=["pass-diff"],
         )
-        self.table = pn.pane.HTML("", stylesheets=[TABLE_CSS], css_classes=["pass-table"])
+        self.table = pn.pane.HTML(
+            "", stylesheets=[TABLE_CSS], css_classes=["pass-table"], styles=SCROLL
+        )
         self.stage_text = pn.pane.HTML(
-            "", stylesheets=[IR_CSS], sizing_mode="stretch_width", max_height=640, styles=SCROLL
+            "", stylesheets=[IR_CSS, scroll_box(640)], sizing_mode="stretch_width"
         )
         self._stages = []
         self.watch_state("compile_trace")
@@ -170,10 +170,8 @@ class TaintView(LazyView):
         self.variables = pn.pane.HTML("", stylesheets=sheets, max_height=500, styles=SCROLL)
         self.program = pn.pane.HTML(
             "",
-            stylesheets=sheets,
+            stylesheets=[*sheets, scroll_box(720)],
             sizing_mode="stretch_width",
-            max_height=720,
-            styles=SCROLL,
             css_classes=["taint-view"],
         )
         self._stages = []

@@ -19,7 +19,7 @@ import panel as pn
 import param
 
 from acrobat.viz.app_state import ExplorerState
-from acrobat.viz.highlight import IR_CSS, highlight_ir
+from acrobat.viz.highlight import IR_CSS, highlight_ir, scroll_box
 
 EDITOR_HEIGHT = 560
 
@@ -151,10 +151,8 @@ class IRView(pn.viewable.Viewer):
         )
         code = pn.pane.HTML(
             pn.bind(highlight_ir, self.state.param.ir_text),
-            stylesheets=[IR_CSS],
+            stylesheets=[IR_CSS, scroll_box(EDITOR_HEIGHT)],
             sizing_mode="stretch_width",
-            max_height=EDITOR_HEIGHT,
-            styles={"overflow": "auto"},
             visible=pn.bind(bool, self.state.param.ir_text),
             css_classes=["ir-view"],
         )

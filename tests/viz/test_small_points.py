@@ -59,7 +59,8 @@ def test_passes_tab_names_the_switch_of_each_pass(treelstm):
     assert rows["CoarsenGrains"]["switches"] == ("Grain coarsening",)
     assert rows["ToANF"]["switches"] == ()
     table = pass_table_html(list(rows.values()))
-    assert "<th>switched by</th>" in table and "Grain coarsening" in table
+    assert "switched by</span></th>" in table
+    assert "<code>CoarsenGrains</code><div class='switches'>Grain coarsening</div>" in table
     assert "always on" in table
 
 
