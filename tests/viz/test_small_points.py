@@ -202,3 +202,14 @@ def test_taint_tab_picks_a_stage(explorer):
     assert "kernel @" in view.program.object and "<td>yes</td>" in view.table.object
     view.show_stage("parsed")
     assert "as parsed" in view.stage_note.object
+
+
+def test_stage_taint_survives_a_saved_session(stackrnn):
+    from acrobat.viz.trace_bundle import dumps, join_traces, loads, split_trace
+
+    text = dumps(join_traces(stackrnn.compile, stackrnn.runs["acrobat"]))
+    bundle = split_trace(loads(text))
+    assert len(bundle.runs) == 1
+    assert [s.label for s in taint_stages(bundle.compile)] == [
+        s.label for s in taint_stages(stackrnn.compile)
+    ]
