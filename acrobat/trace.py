@@ -90,6 +90,17 @@ class TaintComputed(Event):
 
 
 @dataclass(frozen=True)
+class StageTaint(Event):
+    """Taint classes of every variable of one host function at one stage of the pass
+    pipeline: stage 0 is the parsed program (the first pass's input), stage k the IR after
+    the k-th ``PassApplied`` (the last stage is the program ``TaintComputed`` describes)."""
+
+    stage: int
+    function: str
+    classes: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class HostProgramGenerated(Event):
     """The generated host program (Python source) of a compiled program."""
 
@@ -302,7 +313,8 @@ class Slice:
 
 
 def split_runs(trace: Trace) -> tuple[list[Event], list[list[Event]]]:
-    """The compile events before the first run (``PassApplied``, ``TaintComputed``) and each
+    """The compile events before the first run (``PassApplied``, ``TaintComputed``,
+    ``StageTaint``) and each
     run's events (a run ends at its ``RunSummary``). ``SessionSettings`` belongs to neither:
     it describes the page that saved the file."""
     compile_events: list[Event] = []
@@ -311,7 +323,7 @@ def split_runs(trace: Trace) -> tuple[list[Event], list[list[Event]]]:
     for event in trace.events:
         if isinstance(event, SessionSettings):
             continue
-        if open_run is None and isinstance(event, (PassApplied, TaintComputed)):
+        if open_run is None and isinstance(event, (PassApplied, TaintComputed, StageTaint)):
             compile_events.append(event)
             continue
         if open_run is None:

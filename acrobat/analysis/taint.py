@@ -15,7 +15,22 @@ contexts flow around any cycle of the call graph.
 and constants; *instance* values on per-instance inputs; *tensor-dependent* values are
 host values read from tensors (``item``/``argmax``) or derived from them. Classes are
 joined over call sites and iterated to a fixed point (a finite lattice, monotone joins).
-Branches whose condition is tensor-dependent need fibers at run time.
+
+Control counts as well as data (implicit flow) where it picks a value: when two or more
+calls of one kind (a function's calls to itself; calls from other functions) may pass a
+parameter different values, it joins the classes of the branch conditions each call sits
+under (and, for calls from other functions, the conditions their caller was called under). StackRNN's ``parse(..., depth + 1)``
+and ``parse(..., depth - 1)`` sit under the instance's tokens and the ``item`` decision, so
+``depth``, built from constants only, is tensor-dependent: the stack size follows the parse.
+A loop counter passed as ``n - 1`` by a function's single call to itself stays a parameter:
+its k-th value is the same in every instance, only how many steps run differs. A tensor
+parameter gets at most ``instance`` from control (which tensor arrives varies per instance,
+but the host needs no tensor's value to pass it).
+
+Branches whose condition is tensor-dependent by data (a host value read from a tensor in
+that function or passed into it) need fibers at run time; control-only classes do not change
+which functions are fibers: a branch on ``depth`` waits for no kernel, the read that decided
+it already happened.
 """
 
 from __future__ import annotations
@@ -45,6 +60,7 @@ from acrobat.ir.nodes import (
 )
 from acrobat.ir.ops import REGISTRY
 from acrobat.ir.traversal import children, pattern_vars, walk
+from acrobat.ir.types import TensorType
 
 AbsVal = Any  # None | str | tuple[AbsVal, ...]
 Context = tuple  # one AbsVal per function parameter
@@ -163,29 +179,98 @@ class TaintResult:
 
 
 def taint(m: Module) -> TaintResult:
-    """Instance and tensor-dependent taint of every variable (fixed point over calls)."""
+    """Instance and tensor-dependent taint of every variable (fixed point over calls), by
+    data and control; fibers and tensor-dependent branches by data (module docstring)."""
+    result = TaintResult()
+    result.classes, result.returns = _classes(m, implicit=True)
+    by_data, returns_by_data = _classes(m, implicit=False)
+    _control(m, result, by_data, returns_by_data)
+    return result
+
+
+def taint_classes(m: Module) -> dict[str, dict[str, str]]:
+    """Only the classes of :func:`taint` (every function's variables), without the fibers:
+    what the compile trace records for each stage of the pipeline."""
+    return _classes(m, implicit=True)[0]
+
+
+def _classes(m: Module, implicit: bool) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """Every function's variable classes and return class; ``implicit`` adds control flow."""
     params = {f.name: [PARAMETER] * len(f.params) for f in m.functions}
     params[m.entry] = [INSTANCE] * len(m.main.params)
     returns = {f.name: PARAMETER for f in m.functions}
-    result = TaintResult()
+    called_under = {f.name: PARAMETER for f in m.functions}  # the controls it is called under
+    chosen = _chosen_by_control(m) if implicit else set()
+    tensor = {(f.name, i) for f in m.functions for i, p in enumerate(f.params) if _is_tensor(p.ty)}
+    classes: dict[str, dict[str, str]] = {}
     changed = True
     while changed:
         changed = False
         for f in m.functions:
             env = dict(zip((p.name for p in f.params), params[f.name]))
             ret = _Classify(env, returns).value(f.body)
-            result.classes[f.name] = env
+            classes[f.name] = env
             if join(ret, returns[f.name]) != returns[f.name]:
                 returns[f.name] = join(ret, returns[f.name])
                 changed = True
-            for callee, classes in _argument_classes(f.body, env, returns):
-                new = [join(a, b) for a, b in zip(params[callee], classes)]
+            for callee, args, local in _argument_classes(f.body, env, returns):
+                recursive = callee == f.name
+                control = local if recursive else join(local, called_under[f.name])
+                new = list(params[callee])
+                for i, (_arg, cls) in enumerate(args[: len(new)]):
+                    flow = PARAMETER
+                    if (callee, i, recursive) in chosen:
+                        flow = control
+                        if (callee, i) in tensor:
+                            flow = min(flow, INSTANCE, key=_RANK.__getitem__)
+                    new[i] = join(new[i], cls, flow)
                 if new != params[callee]:
                     params[callee] = new
                     changed = True
-    result.returns = returns
-    _control(m, result)
-    return result
+                if implicit and join(called_under[callee], control) != called_under[callee]:
+                    called_under[callee] = join(called_under[callee], control)
+                    changed = True
+    return classes, returns
+
+
+def _is_tensor(ty) -> bool:
+    return isinstance(ty, TensorType)
+
+
+def _chosen_by_control(m: Module) -> set[tuple[str, int, bool]]:
+    """(callee, position, recursive) where control flow picks the value: two or more call
+    sites of that kind that may pass different values. A function's calls to itself are one
+    kind (the choice among them is made in its own body: StackRNN's ``depth + 1`` or
+    ``depth - 1``); calls from other functions the other (a single call to itself, as a loop
+    counter's ``n - 1``, is no choice: the k-th call gets the same value in every instance).
+    Passing a parameter on unchanged is one value; every site passing the same constant or
+    weight is no choice."""
+    keys: dict[tuple[str, int, bool], list] = {}
+    for f in m.functions:
+        for e in walk(f.body):
+            if isinstance(e, (FnCall, KernelCall)):
+                callee, args = (e.fn if isinstance(e, FnCall) else e.kernel), e.args
+            elif isinstance(e, Map):
+                callee, args = e.fn, (None, *e.extra)
+            else:
+                continue
+            recursive = callee == f.name
+            for i, a in enumerate(args):
+                passed_on = recursive and isinstance(a, Var) and i < len(f.params)
+                key = "passed on" if passed_on and a.name == f.params[i].name else _static_key(a)
+                keys.setdefault((callee, i, recursive), []).append(key)
+    return {
+        site for site, ks in keys.items() if len(ks) > 1 and (len(set(ks)) > 1 or ks[0] is None)
+    }
+
+
+def _static_key(e: Expr | None):
+    """A key equal for two expressions with the same value in every run, or None."""
+    if isinstance(e, Const):
+        return ("const", type(e.value).__name__, repr(e.value))
+    if isinstance(e, ParamRef):
+        return ("weight", e.name)
+    return None
 
 
 class _Classify:
@@ -226,25 +311,46 @@ class _Classify:
 
 
 def _argument_classes(body: Expr, env: dict[str, str], returns: dict[str, str]):
-    """(callee, class of each argument) for every call in ``body``."""
+    """(callee, (argument, its class) per argument, class of the branch conditions the call
+    sits under in ``body``) for every call in ``body``; map's element argument is None."""
     cls = _Classify(dict(env), returns).value
-    for e in walk(body):
+    for e, control in _under_control(body, cls, PARAMETER):
         if isinstance(e, FnCall):
-            yield e.fn, [cls(a) for a in e.args]
+            yield e.fn, [(a, cls(a)) for a in e.args], control
         elif isinstance(e, KernelCall):  # so the values inside kernels are classified too
-            yield e.kernel, [cls(a) for a in e.args]
+            yield e.kernel, [(a, cls(a)) for a in e.args], control
         elif isinstance(e, Map):
-            yield e.fn, [cls(e.xs)] + [cls(a) for a in e.extra]
+            yield e.fn, [(None, cls(e.xs))] + [(a, cls(a)) for a in e.extra], control
 
 
-def _control(m: Module, result: TaintResult) -> None:
-    """Branches on tensor-dependent conditions, and the functions that reach them."""
+def _under_control(e: Expr, cls, control: str):
+    """Every sub-expression of ``e`` with the join of the conditions it is evaluated under."""
+    yield e, control
+    if isinstance(e, If):
+        yield from _under_control(e.cond, cls, control)
+        inner = join(control, cls(e.cond))
+        yield from _under_control(e.then, cls, inner)
+        yield from _under_control(e.orelse, cls, inner)
+    elif isinstance(e, Match):
+        yield from _under_control(e.scrutinee, cls, control)
+        inner = join(control, cls(e.scrutinee))
+        for clause in e.clauses:
+            yield from _under_control(clause.body, cls, inner)
+    else:
+        for child in children(e):
+            yield from _under_control(child, cls, control)
+
+
+def _control(
+    m: Module, result: TaintResult, by_data: dict[str, dict[str, str]], returns: dict[str, str]
+) -> None:
+    """Branches on conditions tensor-dependent by data, and the functions that reach them."""
     direct = set()
     for f in m.functions:
-        env = result.classes[f.name]
+        env = by_data[f.name]
         for e in walk(f.body):
             cond = e.cond if isinstance(e, If) else e.scrutinee if isinstance(e, Match) else None
-            if cond is not None and _Classify(env, result.returns).value(cond) == TENSOR_DEPENDENT:
+            if cond is not None and _Classify(env, returns).value(cond) == TENSOR_DEPENDENT:
                 what = cond.name if isinstance(cond, Var) else type(cond).__name__
                 result.tensor_dependent_branches.append((f.name, what))
                 direct.add(f.name)

@@ -7,21 +7,107 @@ from dataclasses import dataclass, fields
 
 from acrobat.errors import AcrobatNameError
 
-OPTIMIZATIONS = (
-    "taint_specialization",
-    "fusion",
-    "horizontal_batching",
-    "coarsening",
-    "hoisting",
-    "ghost_ops",
-    "phases",
-    "gather_fusion",
-    "inline_depth",
-    "independence",
+
+@dataclass(frozen=True)
+class Switch:
+    """One on/off option of :class:`CompileOptions`, described for people.
+
+    ``label`` is the human name the explorer shows (beside the passes it turns off, in the
+    Passes tab), ``what`` one or two sentences on what it does (the explorer's tooltip), and
+    ``passes`` the pipeline passes whose work it switches, by their ``PassApplied`` name (``()``
+    when it acts in code generation or at run time). ``default`` is its value in
+    ``CompileOptions()``; ``False`` marks an opt-in option (:data:`OPT_IN`)."""
+
+    name: str
+    label: str
+    what: str
+    passes: tuple[str, ...] = ()
+    default: bool = True
+
+
+SWITCHES = (
+    Switch(
+        "taint_specialization",
+        "Weight specialization",
+        "Clone functions per set of weights they are called with, then fold expressions of "
+        "weights alone into new weights at compile time.",
+        ("SpecializeWeights", "FoldWeightExpressions"),
+    ),
+    Switch(
+        "fusion",
+        "Op fusion",
+        "Fuse chains of ops into one kernel, by op kind (off: every op is its own kernel).",
+        ("FuseOps",),
+    ),
+    Switch(
+        "horizontal_batching",
+        "Horizontal batching",
+        "Merge independent dense ops that read the same input into one matrix multiply.",
+        ("BatchHorizontally",),
+    ),
+    Switch(
+        "coarsening",
+        "Grain coarsening",
+        "Record one DFG node per straight-line run of kernels instead of one per kernel.",
+        ("CoarsenGrains",),
+    ),
+    Switch(
+        "hoisting",
+        "Static depth hoisting",
+        "Give kernels that do not depend on recursion a depth fixed at compile time.",
+        ("FuseOps", "HoistStaticDepth"),
+    ),
+    Switch(
+        "ghost_ops",
+        "Ghost ops",
+        "Pad the cheaper branch of an if with ghost steps so instances re-join in depth.",
+        ("AddGhostOps",),
+    ),
+    Switch(
+        "phases",
+        "Program phases",
+        "Honour phase() markers: each phase is scheduled on its own (off: phase() is dropped "
+        "and the program is one phase).",
+        ("ValidatePhases",),
+    ),
+    Switch(
+        "gather_fusion",
+        "Gather fusion",
+        "Kernels read their batched inputs through index arrays instead of copying them "
+        "together first (run time).",
+    ),
+    Switch(
+        "inline_depth",
+        "Inline depth computation",
+        "The host program computes each node's depth as it records it (off: a DFG traversal "
+        "after recording).",
+    ),
+    Switch(
+        "independence",
+        "Data-flow independence",
+        "Steps with no data dependency start at the same depth, as if written in parallel(...); "
+        "work that needs no tensor read's value goes before the read, and a kernel only read "
+        "on the host records at its phase's last level (off: program order).",
+        ("ReadsLast", "InferIndependence", "AddGhostOps"),
+    ),
+    Switch(
+        "leveling",
+        "Depth leveling (opt-in)",
+        "The acrobat policy moves a node to an earlier bucket of its kernel in its phase when "
+        "its inputs are ready (run time). Fewer launches where instances' depths misalign "
+        "(child-sum TreeLSTM small b64: 127 -> 110), at a host cost per bucket that matched "
+        "what the saved launches gained on the CPU (+3 ms there, +6 ms on StackRNN b64 for no "
+        "saved launch).",
+        default=False,
+    ),
 )
+"""Every on/off option of :class:`CompileOptions`, in field order: the one place their human
+labels, descriptions and passes are written (``CompileOptions.switches()``)."""
+
+OPTIMIZATIONS = tuple(s.name for s in SWITCHES if s.default)
 """The optimizations on by default; :meth:`CompileOptions.without` switches them off."""
 
-OPT_IN = ("leveling",)
+OPT_IN = tuple(s.name for s in SWITCHES if not s.default)
 """Options off by default; :meth:`CompileOptions.with_` switches them on."""
 
 
@@ -29,25 +115,10 @@ OPT_IN = ("leveling",)
 class CompileOptions:
     """Switches for ACRoBat's optimizations (docs/paper.md, "The optimizations").
 
-    taint_specialization  clone functions per weight set; fold weight-only expressions
-    fusion                fuse op chains into one kernel (by op kind)
-    horizontal_batching   merge independent dense ops on one input into one matmul
-    coarsening            one DFG node per straight-line run of kernels
-    hoisting              static depths for kernels that do not depend on recursion
-    ghost_ops             pad the cheaper branch of an if so instances re-join in depth
-    phases                honour phase(); off: phase() is dropped (one phase)
-    gather_fusion         kernels read batched inputs through index arrays (run time)
-    inline_depth          depths computed by the host program (off: a DFG traversal)
-    independence          steps with no data dependency start at the same depth, as if
-                          written in parallel(...); work that needs no tensor read's value
-                          goes before the read (ReadsLast), and a kernel only read on the
-                          host records at its phase's last level (off: program order)
-    leveling              (opt-in, off by default) the acrobat policy moves a node to an
-                          earlier bucket of its kernel in its phase when its inputs are
-                          ready (run time). Fewer launches where instances' depths
-                          misalign (child-sum TreeLSTM small b64: 127 -> 110), at a host
-                          cost per bucket that matched what the saved launches gained on
-                          the CPU (+3 ms there, +6 ms on StackRNN b64 for no saved launch)
+    Each on/off field is described in :data:`SWITCHES` (human label, what it does, the passes
+    it switches; ``CompileOptions.switches()``): :data:`OPTIMIZATIONS` are on by default and
+    :data:`OPT_IN` (``leveling``) off. One more field:
+
     inline_max_bindings   functions at most this big (and not recursive) are inlined
     """
 
@@ -83,3 +154,18 @@ class CompileOptions:
                     f"unknown option {n!r}", hint=f"choose from {list(OPTIMIZATIONS + OPT_IN)}"
                 )
         return dataclasses.replace(self, **{n: True for n in names})
+
+    @staticmethod
+    def switches() -> tuple[Switch, ...]:
+        """Every on/off option, described (:data:`SWITCHES`), in field order."""
+        return SWITCHES
+
+    @staticmethod
+    def switch(name: str) -> Switch:
+        """The description of the on/off option ``name`` (``AcrobatNameError`` if unknown)."""
+        for s in SWITCHES:
+            if s.name == name:
+                return s
+        raise AcrobatNameError(
+            f"unknown option {name!r}", hint=f"choose from {[s.name for s in SWITCHES]}"
+        )

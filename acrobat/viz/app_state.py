@@ -24,9 +24,13 @@ from dataclasses import dataclass, field
 
 import param
 
-import acrobat
 from acrobat import models
-from acrobat.errors import AcrobatError, UndeclaredSizeError
+from acrobat.errors import (
+    AcrobatError,
+    BackendUnavailableError,
+    MissingLoweringError,
+    UndeclaredSizeError,
+)
 from acrobat.frontend import parse
 from acrobat.trace import SessionSettings, Trace
 from acrobat.viz import runner
@@ -395,7 +399,7 @@ class ExplorerState(param.Parameterized):
                 for side in sides:  # the same policy on both sides: one run, shown twice
                     if policies[other[side]] == policies[side] and other[side] not in runs:
                         traces[f"trace_{other[side]}"] = runs[side].trace
-                self.param.update(run_error="", origin=self._describe(), **traces)
+                self.param.update(run_error="", origin=self._describe(runs), **traces)
                 configs = {
                     p: runner.run_stats(self._compiled, instances, p, self.backend)
                     for p in measured
@@ -434,10 +438,16 @@ class ExplorerState(param.Parameterized):
     def _traced(self, instances: list, policy: str) -> runner.Ran:
         return runner.run_program(self._compiled, instances, policy, self.backend)
 
-    def _run_failure(self, err: AcrobatError) -> str:
-        if isinstance(err, acrobat.errors.BackendUnavailableError):
-            return f"the {self.backend} backend cannot run here: {err}"
-        return f"the program could not run on {self.model}'s inputs: {err}"
+    def _run_failure(self, err: AcrobatError, what: str = "") -> str:
+        """Why a run failed: the backend (named, with its reason) when it is to blame, else
+        the program on the model's inputs."""
+        if isinstance(err, BackendUnavailableError):
+            hint = f" ({err.hint})" if err.hint else ""
+            return f"the {self.backend} backend cannot run here: {err.message}{hint}"
+        if isinstance(err, MissingLoweringError):
+            return f"the {err.backend} backend cannot run this program: {err.message}"
+        what = what or f"the program could not run on {self.model}'s inputs"
+        return f"{what}: {err}"
 
     def _plan(self, instances: list, policy: str, configs: int, traced=()) -> tuple[int, str]:
         """Timed rounds for this request: ``repeats``, cut so the traced runs and the timed
@@ -501,12 +511,20 @@ class ExplorerState(param.Parameterized):
         """Forget every row of the Compare tab."""
         self.comparison = []
 
-    def _describe(self) -> str:
+    def _describe(self, runs: dict | None = None) -> str:
         edited = " (edited)" if self.source != models.source(self.model) else ""
         return (
             f"{self.model}{edited}, {self.size}, {self.batch_size} instances, seed {self.seed}, "
-            f"{self.backend}, {options_label(self.disabled)}"
+            f"{self._backend_shown(runs)}, {options_label(self.disabled)}"
         )
+
+    def _backend_shown(self, runs: dict | None) -> str:
+        """The backend, and for ``"auto"`` the one the runs ran on: ``"auto → numpy"``."""
+        if self.backend != runner.AUTO:
+            return self.backend
+        runs = runs or {}
+        ran_on = {_stat(r.trace, "backend") for r in runs.values()} - {None}
+        return f"auto → {', '.join(sorted(ran_on)) or runner.auto_backend()[0]}"
 
     def _live(self) -> bool:
         return self.auto_run and not self._quiet and not self.error and not self.viewing
@@ -585,7 +603,7 @@ class ExplorerState(param.Parameterized):
             except runner.Cancelled:
                 return False
             except AcrobatError as err:
-                self.run_error = f"the comparison could not run: {self._run_failure(err)}"
+                self.run_error = self._run_failure(err, "the comparison could not run")
                 return False
             self._record(
                 *(
@@ -746,6 +764,12 @@ def _policy_of(trace: Trace | None) -> str | None:
         return None
     summaries = [e for e in trace.events if e.kind in ("ScheduleFormed", "BatchFormed")]
     return getattr(summaries[0], "policy", None) if summaries else None
+
+
+def _stat(trace: Trace, name: str):
+    """Statistic ``name`` of the run's last ``RunSummary``, or None."""
+    summaries = [e for e in trace.events if e.kind == "RunSummary"]
+    return summaries[-1].stats.get(name) if summaries else None
 
 
 def _finished(trace: Trace) -> bool:

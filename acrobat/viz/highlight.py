@@ -25,10 +25,22 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 
+
+def scroll_box(height: int) -> str:
+    """A stylesheet bounding the code blocks of one pane (``pre.acrobat-ir``, the diff, the
+    kernel source) to ``height`` pixels: each block is then its own scroll box, with both
+    scrollbars on screen, so a long line is reached by scrolling the block sideways (a
+    taller block inside a bounded pane would put its horizontal scrollbar out of sight)."""
+    return f":host {{ --code-max-height: {height}px; }}"
+
+
+# The code blocks scroll inside themselves, up to --code-max-height (scroll_box): long lines
+# stay whole and are reached sideways; the pane around them must not bound or clip them.
 IR_CSS = """
 pre.acrobat-ir { font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 12.5px;
   line-height: 1.45; background: #fafafa; border: 1px solid #e1e4e8; border-radius: 4px;
-  padding: 8px 12px; margin: 0; overflow: auto; white-space: pre; color: #24292e; }
+  padding: 8px 12px; margin: 0; overflow: auto; white-space: pre; color: #24292e;
+  max-height: var(--code-max-height, none); box-sizing: border-box; }
 .acrobat-ir .ir-comment { color: #6a737d; font-style: italic; }
 .acrobat-ir .ir-string { color: #032f62; }
 .acrobat-ir .ir-keyword { color: #d73a49; font-weight: 600; }

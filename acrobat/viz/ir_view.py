@@ -12,11 +12,14 @@ import html
 from dataclasses import dataclass
 
 from acrobat.trace import PassApplied, Trace
+from acrobat.viz.runner import pass_switches
 
 DIFF_CSS = """
 pre.acrobat-diff { font-family: ui-monospace, 'DejaVu Sans Mono', monospace; font-size: 12.5px;
   line-height: 1.45; background: #fafafa; border: 1px solid #e1e4e8; border-radius: 4px;
-  padding: 8px 0; margin: 0; overflow: auto; white-space: pre; color: #24292e; }
+  padding: 8px 0; margin: 0; overflow: auto; white-space: pre; color: #24292e;
+  max-height: var(--code-max-height, none); box-sizing: border-box; }
+.acrobat-diff .diff-lines { display: inline-block; min-width: 100%; }
 .acrobat-diff span { display: block; padding: 0 12px; }
 .acrobat-diff .diff-add { background: #e6ffed; color: #22863a; }
 .acrobat-diff .diff-del { background: #ffeef0; color: #b31d28; }
@@ -62,7 +65,8 @@ def pipeline_stages(trace: Trace) -> list[Stage]:
 
 
 def pass_rows(trace: Trace) -> list[dict]:
-    """One row per pass: step, name, summary, milliseconds, lines added and removed."""
+    """One row per pass: step, name, the optimizations that switch it (their human labels, as
+    the sidebar shows them), summary, milliseconds, lines added and removed."""
     rows = []
     for step, applied in enumerate(trace.of(PassApplied), 1):
         diff = _diff_lines(applied.before, applied.after, "", "")
@@ -70,6 +74,7 @@ def pass_rows(trace: Trace) -> list[dict]:
             {
                 "step": step,
                 "name": applied.name,
+                "switches": pass_switches(applied.name),
                 "summary": applied.summary or ("no change" if not diff else ""),
                 "ms": round(applied.ms, 3),
                 "added": sum(1 for kind, _ in diff if kind == "add"),
@@ -111,21 +116,25 @@ def _diff_lines(
 
 
 def diff_html(diff: PassDiff) -> str:
-    """The diff as ``<pre class="acrobat-diff">`` with one coloured line per diff line."""
+    """The diff as ``<pre class="acrobat-diff">`` with one coloured line per diff line (in one
+    block as wide as the longest line, so a line's colour follows it when scrolled sideways)."""
     if diff.unchanged:
         note = f"{diff.a_label} and {diff.b_label} print the same IR"
         return f'<pre class="acrobat-diff"><span class="diff-file">{html.escape(note)}</span></pre>'
     body = "".join(
         f'<span class="diff-{kind}">{html.escape(text) or " "}</span>' for kind, text in diff.lines
     )
-    return f'<pre class="acrobat-diff">{body}</pre>'
+    return f'<pre class="acrobat-diff"><div class="diff-lines">{body}</div></pre>'
 
 
 def pass_table_html(rows: list[dict]) -> str:
-    """The pass rows as a small HTML table (step, pass, what it did, lines +/-, ms)."""
-    head = "<tr><th>#</th><th>pass</th><th>what it did</th><th>+</th><th>−</th><th>ms</th></tr>"
+    """The pass rows as a small HTML table (step, pass and the optimizations that switch it,
+    what it did, lines +/-, ms)."""
+    head = "<tr><th>#</th><th>pass <span class='switches'>switched by</span></th>"
+    head += "<th>what it did</th><th>+</th><th>−</th><th>ms</th></tr>"
     body = "".join(
-        f"<tr><td>{r['step']}</td><td><code>{html.escape(r['name'])}</code></td>"
+        f"<tr><td>{r['step']}</td><td><code>{html.escape(r['name'])}</code>"
+        f"<div class='switches'>{html.escape(', '.join(r['switches'])) or 'always on'}</div></td>"
         f"<td>{html.escape(r['summary'])}</td><td class='num'>{r['added']}</td>"
         f"<td class='num'>{r['removed']}</td><td class='num'>{r['ms']:.2f}</td></tr>"
         for r in rows
@@ -139,4 +148,6 @@ table.acrobat-table { border-collapse: collapse; font-size: 13px; margin: 4px 0;
   text-align: left; vertical-align: top; }
 .acrobat-table th { background: #f6f8fa; font-weight: 600; }
 .acrobat-table td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.acrobat-table .switches { color: #57606a; font-size: 12px; font-weight: normal; }
+th .switches::before { content: "· "; }
 """

@@ -13,14 +13,50 @@ with no internet access.
 from __future__ import annotations
 
 import html
+import re
 
 import panel as pn
 import param
 
 from acrobat.viz.app_state import ExplorerState
-from acrobat.viz.highlight import IR_CSS, highlight_ir
+from acrobat.viz.highlight import IR_CSS, highlight_ir, scroll_box
 
 EDITOR_HEIGHT = 560
+
+# The compile error: the location once, then the message in a monospace block that wraps.
+# Colours meet WCAG AA (contrast >= 4.5:1 for text; tests/viz/test_small_points.py checks):
+# ERROR_TEXT on ERROR_BACKGROUND about 15:1, ERROR_ACCENT on ERROR_BACKGROUND about 7:1.
+ERROR_BACKGROUND = "#fff5f5"
+ERROR_TEXT = "#1f2328"
+ERROR_ACCENT = "#a40e26"
+ERROR_CSS = f"""
+div.compile-error-box {{ background: {ERROR_BACKGROUND}; color: {ERROR_TEXT};
+  border: 1px solid #f0b8be; border-left: 4px solid {ERROR_ACCENT}; border-radius: 4px;
+  padding: 8px 12px; margin: 0; }}
+.compile-error-box .error-where {{ color: {ERROR_ACCENT}; font-weight: 600; margin: 0 0 6px 0; }}
+.compile-error-box pre.error-message {{ font-family: ui-monospace, 'DejaVu Sans Mono', monospace;
+  font-size: 12.5px; line-height: 1.45; color: {ERROR_TEXT}; background: transparent;
+  margin: 0; padding: 0; white-space: pre-wrap; overflow-wrap: anywhere; }}
+"""
+# "treelstm.py:2:14: " at the start of an error's text: the location, shown once above it
+_LOCATION = re.compile(r"^(?P<file>[^\s:]*):\d+:\d+: ")
+
+
+def error_html(message: str, line: int | None, col: int | None) -> str:
+    """The compile error as HTML: where it is (once), then the message as monospace text
+    that wraps; the ``file:line:col:`` prefix of the message is not repeated."""
+    where = "compile error"
+    if line is not None:
+        where = f"line {line}, column {col or 0}"
+        located = _LOCATION.match(message)
+        if located:
+            where = f"{located['file']}: {where}"
+            message = message[located.end() :]
+    return (
+        f'<div class="compile-error-box" role="alert">'
+        f'<div class="error-where">{html.escape(where)}</div>'
+        f'<pre class="error-message">{html.escape(message)}</pre></div>'
+    )
 
 
 class ModelPicker(pn.viewable.Viewer):
@@ -49,7 +85,8 @@ class ModelPicker(pn.viewable.Viewer):
 
 
 class SourceEditor(pn.viewable.Viewer):
-    """The program text in an editor with a Compile button; errors appear inline, in red."""
+    """The program text in an editor with a Compile button; errors appear above it (where,
+    once, and the message) and as an annotation on the line."""
 
     state = param.ClassSelector(class_=ExplorerState)
 
@@ -66,8 +103,12 @@ class SourceEditor(pn.viewable.Viewer):
             label="Compile", color="primary", css_classes=["compile-button"]
         )
         self._button.on_click(self._compile)
-        self._alert = pn.pane.Alert(
-            "", alert_type="danger", visible=False, css_classes=["compile-error"]
+        self._alert = pn.pane.HTML(
+            "",
+            visible=False,
+            stylesheets=[ERROR_CSS],
+            sizing_mode="stretch_width",
+            css_classes=["compile-error"],
         )
         self.state.param.watch(self._show_source, "source")
         self.state.param.watch(self._show_error, "error")
@@ -89,11 +130,8 @@ class SourceEditor(pn.viewable.Viewer):
             self._alert.param.update(object="", visible=False)
             self._editor.annotations = []
             return
-        where = f"line {state.error_line}, column {state.error_col}"
-        if state.error_line is None:
-            where = "compile error"
-        message = html.escape(state.error)
-        self._alert.param.update(object=f"<b>{where}</b>: <code>{message}</code>", visible=True)
+        text = error_html(state.error, state.error_line, state.error_col)
+        self._alert.param.update(object=text, visible=True)
         if state.error_line:
             row, column = state.error_line - 1, state.error_col or 0
             mark = {"row": row, "column": column, "text": state.error, "type": "error"}
@@ -112,10 +150,8 @@ class IRView(pn.viewable.Viewer):
         )
         code = pn.pane.HTML(
             pn.bind(highlight_ir, self.state.param.ir_text),
-            stylesheets=[IR_CSS],
+            stylesheets=[IR_CSS, scroll_box(EDITOR_HEIGHT)],
             sizing_mode="stretch_width",
-            max_height=EDITOR_HEIGHT,
-            styles={"overflow": "auto"},
             visible=pn.bind(bool, self.state.param.ir_text),
             css_classes=["ir-view"],
         )

@@ -17,10 +17,18 @@ import param
 from acrobat.trace import chrome_trace
 from acrobat.viz import runner
 from acrobat.viz.app_state import MAX_UPLOAD_MB, ExplorerState, RunTiming
+from acrobat.viz.compile_panels import OptimizationSwitches
 
 UPLOAD_LIMIT = MAX_UPLOAD_MB * 1024 * 1024
 
 BATCH_SLIDER_END = 256
+NOTE_CSS = ".backend-note-text { color: #57606a; font-size: 12px; line-height: 1.35; }"
+
+
+def _note_html(backend: str) -> str:
+    """The backend note (``runner.backend_note``) as small grey lines, or "" when none."""
+    lines = runner.backend_note(backend).splitlines()
+    return "".join(f'<div class="backend-note-text">{html.escape(line)}</div>' for line in lines)
 
 
 class RunSettings(pn.viewable.Viewer):
@@ -45,7 +53,8 @@ class RunSettings(pn.viewable.Viewer):
         self.seed = pn.widgets.IntInput.from_param(
             state.param.seed, label="Seed", sizing_mode="stretch_width"
         )
-        # Backends that cannot run here are shown greyed out; the tooltip says why.
+        # Backends that cannot run here are shown greyed out; the note under the picker says
+        # why, and what "auto" runs on.
         unavailable = runner.unavailable_backends()
         self.backend = pn.widgets.Select.from_param(
             state.param.backend,
@@ -53,6 +62,13 @@ class RunSettings(pn.viewable.Viewer):
             sizing_mode="stretch_width",
             disabled_options=list(unavailable),
             description="; ".join(f"{n}: {why}" for n, why in unavailable.items()) or None,
+        )
+        self.backend_note = pn.pane.HTML(
+            pn.bind(_note_html, state.param.backend),
+            css_classes=["backend-note"],
+            sizing_mode="stretch_width",
+            margin=(0, 10, 5, 10),
+            stylesheets=[NOTE_CSS],
         )
         self.policy_a = pn.widgets.Select.from_param(
             state.param.policy_a,
@@ -74,9 +90,8 @@ class RunSettings(pn.viewable.Viewer):
             "times are medians with their interquartile range.",
             css_classes=["repeats"],
         )
-        self.optimizations = pn.widgets.CheckBoxGroup.from_param(
-            state.param.optimizations, inline=False, css_classes=["optimizations"]
-        )
+        # one checkbox per optimization, by its human label, with a tooltip (compile_panels)
+        self.optimizations = OptimizationSwitches(state=state)
         self.run_button = pn.widgets.Button(
             label="Run A and B",
             color="primary",
@@ -99,6 +114,7 @@ class RunSettings(pn.viewable.Viewer):
             self.batch,
             self.seed,
             self.backend,
+            self.backend_note,
             pn.Row(self.policy_a, self.policy_b, sizing_mode="stretch_width"),
             self.repeats,
             pn.pane.Markdown("**Optimizations**", margin=(5, 10, 0, 10)),

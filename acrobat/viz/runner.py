@@ -6,7 +6,6 @@ what comes back to the views is traces. No GUI imports.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,11 +37,49 @@ def unavailable_backends() -> dict[str, str]:
     return {b.name: b.reason for b in acrobat.backends() if not b.available}
 
 
+def auto_backend() -> tuple[str, str]:
+    """What ``backend="auto"`` runs on here, and why: the preferred backend
+    (``acrobat.backends.AUTO_PREFERS``) when it can run, NumPy otherwise."""
+    preferred = acrobat.backends.AUTO_PREFERS
+    info = {b.name: b for b in acrobat.backends()}.get(preferred)
+    if info is not None and info.available:
+        return preferred, f"{preferred} can run here"
+    why = info.reason if info is not None else f"{preferred} is not registered"
+    return "numpy", f"{preferred} cannot run here: {why}"
+
+
+def backend_note(backend: str) -> str:
+    """The lines under the backend picker: which backends cannot run here and why (they are
+    offered greyed out), and for ``"auto"`` what it picks."""
+    lines = [f"{name}: {why}" for name, why in unavailable_backends().items()]
+    if backend == AUTO:
+        picked, why = auto_backend()
+        lines.insert(0, f"auto runs on {picked} ({why})")
+    return "\n".join(lines)
+
+
 def optimization_names() -> tuple[str, ...]:
-    """The switchable optimizations: the boolean fields of ``acrobat.CompileOptions``."""
-    return tuple(
-        f.name for f in dataclasses.fields(acrobat.CompileOptions) if isinstance(f.default, bool)
-    )
+    """The switchable optimizations, by ``acrobat.CompileOptions`` field name: the switches on
+    by default (the explorer compiles ``CompileOptions().without(*unchecked)``, which can switch
+    these off; the opt-in ``leveling`` it cannot switch on, so it is not offered)."""
+    return tuple(s.name for s in acrobat.CompileOptions.switches() if s.default)
+
+
+def optimization_label(name: str) -> str:
+    """The human label of optimization ``name`` (``"Op fusion"`` for ``fusion``)."""
+    return acrobat.CompileOptions.switch(name).label
+
+
+def optimization_help(name: str) -> str:
+    """What optimization ``name`` does, and the passes it switches (the explorer's tooltip)."""
+    switch = acrobat.CompileOptions.switch(name)
+    where = ", ".join(switch.passes) if switch.passes else "code generation and run time"
+    return f"{switch.what} Switches: {where}. (CompileOptions.{switch.name})"
+
+
+def pass_switches(pass_name: str) -> tuple[str, ...]:
+    """The labels of the optimizations that switch the pass ``pass_name`` (the Passes tab)."""
+    return tuple(s.label for s in acrobat.CompileOptions.switches() if pass_name in s.passes)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,12 @@ from acrobat.trace import HostProgramGenerated, KernelCompiled, Trace
 CODE_CSS = """
 div.acrobat-code pre { font-family: ui-monospace, 'DejaVu Sans Mono', monospace;
   font-size: 12.5px; line-height: 1.45; background: #fafafa; border: 1px solid #e1e4e8;
-  border-radius: 4px; padding: 8px 12px; margin: 0; overflow: auto; white-space: pre; }
+  border-radius: 4px; padding: 8px 12px; margin: 0; overflow: auto; white-space: pre;
+  max-height: var(--code-max-height, 720px); box-sizing: border-box; }
 """
+"""Code blocks scroll inside themselves (at most 720 px tall unless the pane sets
+``--code-max-height``: ``acrobat.viz.highlight.scroll_box``), so the horizontal scrollbar of a
+long program is on screen and long lines are reached sideways."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """One shareable file for an explorer session: the compile trace and every run's trace.
 
 A run's trace is a :class:`~acrobat.trace.Trace` ending in ``RunSummary``; the compile trace holds
-``PassApplied`` / ``TaintComputed``. Joined in order they are one JSON Lines file (the format of
+``PassApplied`` / ``TaintComputed`` / ``StageTaint``. Joined in order they are one JSON Lines file (the format of
 ``Trace.save``), and :func:`split_trace` cuts such a file back into its parts, so a downloaded
 session re-opens with every view (policy A is the first run, policy B the second). A file the
 explorer saved starts with a ``SessionSettings`` event (model, size, source, run settings), so

@@ -166,3 +166,93 @@ def test_berxit_six_encoder_layers():
         }
     text = acrobat.explain(spec.module, spec.params)
     assert "encoder_layer -> encoder_layer_dup5 for W_qkv_6" in text
+
+
+def test_stackrnn_depth_follows_the_parse_so_it_is_tensor_dependent():
+    """``depth`` is built from constants (0, +1, -1), but which call passed it is decided by
+    the tokens and by the item() decision: control flow makes it tensor-dependent."""
+    for prog in (anf(load("stackrnn")), acrobat.compile(*_module_params("stackrnn")).module):
+        t = taint(prog)
+        assert t.of("parse", "depth") == TENSOR_DEPENDENT
+        assert t.of("parse", "stack") == TENSOR_DEPENDENT  # its shape follows the decisions
+    # fibers and the branches that need them are by data: control adds none
+    assert set(t.fiber_functions) == {"parse", "main"}
+
+
+def test_drnn_depth_and_width_counters_are_tensor_dependent():
+    t = taint(anf(load("drnn")))
+    for fn in ("expand", "first_child", "next_sibling"):
+        assert t.of(fn, "depth") == TENSOR_DEPENDENT
+    assert t.of("expand", "width") == TENSOR_DEPENDENT
+
+
+def _module_params(name):
+    spec = load(name)
+    return spec.module, spec.params
+
+
+COUNTER = """
+H = Size("H", 4)
+W: Param[H, H]
+
+def walk(xs: List[int], n: int, k: int, w: Tensor[H, H]) -> int:
+    match xs:
+        case Nil():
+            return n + k
+        case Cons(x, rest):
+            if x > 0:
+                return walk(rest, n + 1, k, w)
+            return walk(rest, n, k, w)
+
+def main(xs: List[int]) -> int:
+    return walk(xs, 0, 7, W)
+"""
+
+
+def test_control_flow_counts_only_where_it_picks_the_value():
+    t = taint(acrobat.parse(COUNTER))
+    assert t.of("walk", "n") == INSTANCE  # n + 1 or n: the instance's list decides
+    assert t.of("walk", "k") == PARAMETER  # 7, then passed on unchanged: always 7
+    assert t.of("walk", "w") == PARAMETER  # the weight W, passed on unchanged
+    assert t.tensor_dependent_branches == [] and not t.fiber_functions
+
+
+LOOP = """
+H = Size("H", 4)
+w: Param[1, H]
+
+def steps(h: Tensor[H], n: int) -> Tensor[H]:
+    if n == 0:
+        return h
+    if item(dense(h, w)) > 0.5:
+        return h
+    return steps(tanh(h), n - 1)
+
+def main(x: Tensor[H]) -> Tensor[H]:
+    return steps(x, 6)
+"""
+
+CALLERS = """
+def f(x: int) -> int:
+    return x + 1
+
+def one(y: int) -> int:
+    return f(1)
+
+def two(y: int) -> int:
+    return f(2)
+
+def main(c: int) -> int:
+    if c > 0:
+        return one(c)
+    return two(c)
+"""
+
+
+def test_a_loop_counter_stays_a_parameter_but_a_value_picked_by_the_caller_does_not():
+    t = taint(acrobat.parse(LOOP))
+    # the k-th step's n is 6 - k in every instance; only how many steps run differs
+    assert t.of("steps", "n") == PARAMETER and t.of("steps", "h") == INSTANCE
+    assert [f for f, _ in t.tensor_dependent_branches] == ["steps"]
+    t = taint(acrobat.parse(CALLERS))
+    assert t.of("f", "x") == INSTANCE  # 1 or 2: c decides which caller runs
