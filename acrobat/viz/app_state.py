@@ -56,6 +56,12 @@ class ExplorerState(param.Parameterized):
     comparison = param.List(default=[], item_type=CompareRow, doc="output: rows of runs so far")
     busy = param.Boolean(default=False, doc="output: True while compiling or running")
     origin = param.String(default="", doc="output: what the traces show (model run or file)")
+    selected_batch = param.Tuple(
+        default=None, allow_None=True, length=2, doc='("A" or "B", run-wide batch number)'
+    )
+    selected_node = param.Tuple(
+        default=None, allow_None=True, length=2, doc='("A" or "B", DFG node number)'
+    )
 
     def __init__(self, **params):
         names = [info.name for info in models.catalog()]
@@ -197,6 +203,11 @@ class ExplorerState(param.Parameterized):
     def _workload_changed(self) -> None:
         if self._live():
             self.run()
+
+    @param.depends("trace_a", "trace_b", watch=True)
+    def _clear_selection(self) -> None:
+        """A new run ends the selection: its batch and node numbers were the old run's."""
+        self.param.update(selected_batch=None, selected_node=None)
 
     @param.depends("optimizations", watch=True)
     def _options_changed(self) -> None:
