@@ -345,7 +345,6 @@ def _node_columns(model: DfgModel, layout: DfgLayout) -> dict[str, list]:
         "h": [box[3] for _, box in placed],
         "label": [node.label for node, _ in placed],
         "color": [node.color for node, _ in placed],
-        "font": ["white" if _dark(node.color) else "black" for node, _ in placed],
         "kernel": [node.kernel for node, _ in placed],
         "count": [node.count for node, _ in placed],
         "members_text": ["#" + _texts(node.members) for node, _ in placed],
@@ -370,9 +369,13 @@ def _edge_columns(model: DfgModel, layout: DfgLayout) -> dict[str, list]:
 def _highlight_columns(model: DfgModel, ids: list[str], batch: int | None) -> dict[str, list]:
     by_id = {node.id: node for node in model.nodes}
     hit = [batch is not None and batch in by_id[i].batches for i in ids]
+    faded = [batch is not None and not h for h in hit]
     return {
         "in_batch": hit,
-        "alpha": [1.0 if batch is None or h else FADED for h in hit],
+        "alpha": [FADED if f else 1.0 for f in faded],
+        "font": [
+            "#24292f" if f or not _dark(by_id[i].color) else "white" for i, f in zip(ids, faded)
+        ],
         "outline": [HIGHLIGHT if h else "#57606a" for h in hit],
         "outline_width": [3.0 if h else 1.0 for h in hit],
     }

@@ -134,11 +134,12 @@ class DfgView(LazyView):
         self.instance_input.end = instances[-1]
         instance = None if self.all_instances else min(self.instance, instances[-1])
         key = (id(trace), instance, self.fold_above)
-        with self.plot.param.update(loading=True):  # Graphviz can take a moment
-            self.model = dfg_model(trace, instance, self.color_by, self.fold_above)
-            if key not in self._layouts:  # one layout per graph: colours and selection reuse it
-                self._layouts = {key: dfg_layout(self.model)}
-            self.plot.object = dfg_figure(self.model, self._layouts[key])
+        # (no ``loading`` spinner: Panel 1.9 fails to set it on a Bokeh pane in a served app;
+        # the bounded layout takes well under a second anyway)
+        self.model = dfg_model(trace, instance, self.color_by, self.fold_above)
+        if key not in self._layouts:  # one layout per graph: colours and selection reuse it
+            self._layouts = {key: dfg_layout(self.model)}
+        self.plot.object = dfg_figure(self.model, self._layouts[key])
         nodes = self.plot.object.select_one({"name": "nodes"}).data_source
         nodes.selected.on_change("indices", self._node_tapped)
         self.legend.object = dfg_legend_html(self.model) + _kernels_line(self.model)
