@@ -18,7 +18,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 import graphviz
-from bokeh.models import ColumnDataSource, CustomJS, DataRange1d, HoverTool, TapTool
+from bokeh.models import BoxZoomTool, ColumnDataSource, CustomJS, HoverTool, Range1d, TapTool
 from bokeh.palettes import Category20, viridis
 from bokeh.plotting import figure
 
@@ -250,17 +250,18 @@ def dfg_figure(model: DfgModel, layout: DfgLayout | None = None, name: str = "df
     edge (``"edges"``), labels that scale with the zoom (hidden while too small to read), hover,
     tap to select, pan, wheel zoom, box zoom and reset."""
     layout = layout if layout is not None else dfg_layout(model)
+    x_range, y_range = initial_view(layout)
     fig = figure(
         name=name,
-        height=max(320, min(720, int(layout.height) + 60)),
+        height=FRAME_HEIGHT + 40,
         sizing_mode="stretch_width",
-        x_range=DataRange1d(range_padding=0.03),
-        y_range=DataRange1d(range_padding=0.03),
-        match_aspect=True,
-        tools="pan,wheel_zoom,box_zoom,tap,reset,save",
+        x_range=x_range,
+        y_range=y_range,
+        tools="pan,wheel_zoom,tap,reset,save",
         active_scroll="wheel_zoom",
         toolbar_location="above",
     )
+    fig.add_tools(BoxZoomTool(match_aspect=True))
     fig.axis.visible = False
     fig.grid.visible = False
     edges = ColumnDataSource(_edge_columns(model, layout))
@@ -321,8 +322,50 @@ def dfg_figure(model: DfgModel, layout: DfgLayout | None = None, name: str = "df
     )
     for prop in ("start", "end"):
         fig.x_range.js_on_change(prop, scale)
-    fig.js_on_change("inner_width", scale)
+    aspect = CustomJS(args={"xr": fig.x_range, "yr": fig.y_range, "fig": fig}, code=_ASPECT)
+    fig.js_on_change("inner_width", aspect, scale)
+    fig.js_on_change("inner_height", aspect, scale)
     return fig
+
+
+FRAME_HEIGHT = 600  # pixels of the drawing area
+ASSUMED_WIDTH = 1000  # pixels, until the browser reports the real width (then _ASPECT fits x)
+READABLE = 0.8  # the least initial scale (pixels per layout point): 8 px labels
+
+
+def initial_view(layout: DfgLayout) -> tuple[Range1d, Range1d]:
+    """The first window on the graph: the whole graph when it fits at a readable scale,
+    else its producers' end (top-left) at that scale, to pan and zoom from. One scale on both
+    axes (the browser's real width adjusts x, see ``_ASPECT``)."""
+    pad = 12.0
+    width, height = layout.width + 2 * pad, layout.height + 2 * pad
+    fit = min(ASSUMED_WIDTH / width, FRAME_HEIGHT / height) if width and height else 1.0
+    scale = min(max(fit, READABLE), 1.5)
+    span_x, span_y = ASSUMED_WIDTH / scale, FRAME_HEIGHT / scale
+    top = layout.height + pad
+    left = -pad if span_x < width else (layout.width - span_x) / 2
+    return (
+        Range1d(left, left + span_x),
+        Range1d(top - span_y, top) if span_y < height else _centred(layout.height, span_y),
+    )
+
+
+def _centred(extent: float, span: float) -> Range1d:
+    start = (extent - span) / 2
+    return Range1d(start, start + span)
+
+
+_ASPECT = """
+// one scale on both axes: the x span follows the plot's real width
+const py = fig.inner_height / Math.abs(yr.end - yr.start);
+if (fig.inner_width > 0 && py > 0) {
+  const want = xr.start + fig.inner_width / py;
+  if (Math.abs(xr.end - want) > 1e-6 * Math.max(1, Math.abs(want))) {
+    xr.reset_end = want;
+    xr.end = want;
+  }
+}
+"""
 
 
 def _dark(color: str) -> bool:

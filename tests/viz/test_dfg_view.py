@@ -202,3 +202,17 @@ def test_built_in_models_draw_a_bounded_graph_at_small_size_batch_8(name):
         assert sum(len(n.members) for n in model.nodes) == model.total_nodes
     first = dfg_model(trace, 0)
     assert len(dfg_layout(first).boxes) == len(first.nodes)
+
+
+def test_first_view_is_readable_whole_when_small_top_when_tall(two_leaves):
+    from acrobat.viz.dfg_view import ASSUMED_WIDTH, FRAME_HEIGHT, READABLE, initial_view
+
+    small = dfg_layout(dfg_model(two_leaves.runs["acrobat"], 0))
+    x, y = initial_view(small)
+    assert x.start <= 0 and x.end >= small.width and y.start <= 0 and y.end >= small.height
+    chain = [NodeRecorded(n, "k", 0, 0, n, (n - 1,) if n else (), n) for n in range(80)]
+    tall = dfg_layout(dfg_model(Trace(chain), 0))
+    x, y = initial_view(tall)
+    assert tall.height > FRAME_HEIGHT / READABLE  # would be a strip if shown whole
+    assert y.end >= tall.height and y.end - y.start <= FRAME_HEIGHT / READABLE + 1e-6
+    assert (x.end - x.start) / (y.end - y.start) == ASSUMED_WIDTH / FRAME_HEIGHT  # one scale
