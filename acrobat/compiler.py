@@ -47,7 +47,7 @@ from acrobat.passes.options import CompileOptions
 from acrobat.passes.phases import ValidatePhases
 from acrobat.passes.reads import ReadsLast
 from acrobat.passes.specialize import SpecializeWeights
-from acrobat.trace import PassApplied, StageTaint, TaintComputed, Trace
+from acrobat.trace import KernelMapped, PassApplied, StageTaint, TaintComputed, Trace
 
 BATCHED, HOST = "batched", "host"
 
@@ -107,6 +107,8 @@ class CompiledProgram:
     direct_program: DirectProgram | None = field(default=None, repr=False)
     # host function -> pairs of independent steps (InferIndependence, for explain)
     independent: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    # kernel name -> where it comes from (source lines, callers, ops, signature)
+    kernel_map: dict[str, KernelMapped] = field(default_factory=dict)
 
     @property
     def host_functions(self) -> list[Function]:
@@ -236,7 +238,43 @@ def compile(  # noqa: A001 - the public facade's name
         stats=stats,
         direct_program=generate_direct(out),
         independent=ctx.facts.independent,
+        kernel_map=kernel_map(kernels, [f for f in out.functions if not f.is_kernel]),
     )
+
+
+def kernel_map(kernels: dict[str, KernelSpec], host_functions) -> dict[str, KernelMapped]:
+    """Kernel name -> :class:`~acrobat.trace.KernelMapped`: the source lines of its ops (the
+    spans the frontend gave them, kept through the passes) and of its call sites, the host
+    functions calling it, its op names and its signature."""
+    lines: dict[str, set[int]] = {name: set() for name in kernels}
+    callers: dict[str, set[str]] = {name: set() for name in kernels}
+    files: dict[str, str] = {}
+    for name, spec in kernels.items():
+        for b in spec.ops:
+            for e in walk(b.value):
+                span = getattr(e, "span", None)
+                if span is not None and span.line:
+                    lines[name].add(span.line)
+                    files.setdefault(name, span.file or "")
+    for f in host_functions:
+        for e in walk(f.body):
+            if isinstance(e, KernelCall) and e.kernel in lines:
+                callers[e.kernel].add(f.name)
+                if e.span is not None and e.span.line:
+                    lines[e.kernel].add(e.span.line)
+                    files.setdefault(e.kernel, e.span.file or "")
+    return {
+        name: KernelMapped(
+            name,
+            files.get(name, ""),
+            tuple(sorted(lines[name])),
+            tuple(sorted(callers[name])),
+            tuple(b.value.op for b in spec.ops if isinstance(b.value, OpCall)),
+            tuple(f"{p}: {ty} ({mode})" for p, ty, mode in spec.params),
+            tuple(str(ty) for ty in spec.outputs),
+        )
+        for name, spec in kernels.items()
+    }
 
 
 def kernel_spec(f: Function, coarse_groups: dict[str, list[str]]) -> KernelSpec:

@@ -200,6 +200,22 @@ class KernelCompiled(Event):
 
 
 @dataclass(frozen=True)
+class KernelMapped(Event):
+    """Where a kernel comes from, made once at compile time: the source ``file`` and
+    ``lines`` of its ops and call sites, the host ``functions`` that call it, its IR ``ops``
+    in order, and its signature (``params``: ``"name: type (mode)"``; ``outputs``: result
+    types, shapes included). A traced run emits one per kernel beside ``KernelCompiled``."""
+
+    kernel: str
+    file: str = ""
+    lines: tuple[int, ...] = ()
+    functions: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ScheduleFormed(Event):
     """A schedule of one DFG execution pass, with the lower bound beside it."""
 

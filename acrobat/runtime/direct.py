@@ -97,6 +97,7 @@ class DirectRunner:
                 hint=f"use strategy='batched', or a backend of {DIRECT_BACKENDS}",
             )
         m = self.module = runtime.module
+        self.kernel_map = runtime.kernel_map
         prog = runtime.direct_program or generate_direct(m)
         self.program = prog
         specs = {k.name: k for k in runtime.kernels}
@@ -130,6 +131,8 @@ class DirectRunner:
             trace.emit(HostProgramGenerated(self.program.source))
             for name, src in self.sources.items():
                 trace.emit(KernelCompiled(name, stats.backend, src))
+                if name in self.kernel_map:
+                    trace.emit(self.kernel_map[name])
         t0 = time.perf_counter()
         # the program allocates many small objects and frees them by reference counting:
         # the cycle collector's passes over them are pure overhead, so it waits (as in a

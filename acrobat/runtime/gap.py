@@ -19,11 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acrobat.compiler import CompiledProgram, KernelSpec
+from acrobat.compiler import CompiledProgram
 from acrobat.compiler import compile as compile_program
 from acrobat.compiler import explain as explain_compile
-from acrobat.ir.nodes import KernelCall, Module
-from acrobat.ir.traversal import walk
+from acrobat.ir.nodes import Module
 from acrobat.passes.options import CompileOptions
 from acrobat.runtime.run import run
 from acrobat.runtime.schedule import kernel_chains, schedule
@@ -135,32 +134,8 @@ class GapReport:
 
 def kernel_sources(prog: CompiledProgram) -> dict[str, tuple[set[int], set[str], str]]:
     """Kernel name -> (source lines of its ops and call sites, calling host functions,
-    the file the spans name)."""
-    out: dict[str, tuple[set[int], set[str], str]] = {}
-    for name, spec in prog.kernels.items():
-        out[name] = (_op_lines(spec), set(), "")
-    for f in prog.host_functions:
-        for e in walk(f.body):
-            if isinstance(e, KernelCall) and e.kernel in out:
-                lines, fns, _ = out[e.kernel]
-                fns.add(f.name)
-                if e.span is not None and e.span.line:
-                    lines.add(e.span.line)
-    for name, spec in prog.kernels.items():
-        files = [b.value.span.file for b in spec.ops if getattr(b.value, "span", None)]
-        lines, fns, _ = out[name]
-        out[name] = (lines, fns, files[0] if files else "")
-    return out
-
-
-def _op_lines(spec: KernelSpec) -> set[int]:
-    lines = set()
-    for b in spec.ops:
-        for e in walk(b.value):
-            span = getattr(e, "span", None)
-            if span is not None and span.line:
-                lines.add(span.line)
-    return lines
+    the file the spans name), from the program's compile-time ``kernel_map``."""
+    return {name: (set(m.lines), set(m.functions), m.file) for name, m in prog.kernel_map.items()}
 
 
 def gap_report(

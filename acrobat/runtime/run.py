@@ -254,6 +254,7 @@ class Runtime:
         self.leveling = prog.options.leveling
         self.backend = get_backend(backend_name)
         self.host = prog.host_program
+        self.kernel_map = prog.kernel_map  # where each kernel comes from, for traced runs
         self.base = prog.max_static_depth + 1  # where dynamic depths start
         self.kernels = [prog.kernels[name] for name in self.host.kernels]
         self.widths = [ARGS + len(k.params) for k in self.kernels]
@@ -369,6 +370,8 @@ class Runtime:
             st.trace.emit(HostProgramGenerated(self.host.source))
             for name, src in self.sources.items():
                 st.trace.emit(KernelCompiled(name, self.backend.name, src))
+                if name in self.kernel_map:
+                    st.trace.emit(self.kernel_map[name])
         st.t0 = time.perf_counter()
         self.pool.reset()
         if memory_limit is None:

@@ -2,9 +2,11 @@
 
 Pure functions from a Trace (or IR text) to view models and figures, no GUI state:
 ``ir_view`` (pipeline stages, pass table, diff between any two stages), ``taint_view``,
-``dfg_view`` (Graphviz SVG rendered on the server, folded when large), ``schedule_view``
-(schedule and kernel-timeline Bokeh figures), ``compare_view``, ``source_view``, ``highlight``
-(IR syntax highlighting) and ``trace_bundle`` (one JSON Lines file per session).
+``dfg_view`` (laid out by Graphviz on the server, drawn by Bokeh with zoom and selection, folded
+when large), ``schedule_view`` (schedule and kernel-timeline Bokeh figures), ``compare_view``,
+``source_view``, ``highlight`` (IR syntax highlighting), ``selection`` (what a selected batch or
+DFG node is), ``colors`` (one colour per policy) and ``trace_bundle`` (one JSON Lines file per
+session).
 
 ``app_state`` holds the store (``ExplorerState``: settings, compile and run through the public
 facade in ``runner``, traces out) with no GUI imports; ``panels``, ``compile_panels``,

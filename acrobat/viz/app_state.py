@@ -146,6 +146,12 @@ class ExplorerState(param.Parameterized):
     viewing = param.String(
         default="", doc="output: the file shown read-only (a trace without settings), or ''"
     )
+    selected_batch = param.Tuple(
+        default=None, allow_None=True, length=2, doc='("A" or "B", run-wide batch number)'
+    )
+    selected_node = param.Tuple(
+        default=None, allow_None=True, length=2, doc='("A" or "B", DFG node number)'
+    )
 
     def __init__(self, **params):
         names = [info.name for info in models.catalog()]
@@ -550,6 +556,11 @@ class ExplorerState(param.Parameterized):
     def _workload_changed(self) -> None:
         if self._live():
             self.submit(self.run)
+
+    @param.depends("trace_a", "trace_b", watch=True)
+    def _clear_selection(self) -> None:
+        """A new run ends the selection: its batch and node numbers were the old run's."""
+        self.param.update(selected_batch=None, selected_node=None)
 
     @param.depends("optimizations", watch=True)
     def _options_changed(self) -> None:

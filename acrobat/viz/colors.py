@@ -1,22 +1,46 @@
-"""One colour per scheduling policy, the same in every view and every session."""
+"""One colour per scheduling policy, the same in every view, session and notebook.
+
+The built-in policies have fixed colours (:data:`POLICY_COLORS`); any other name (a policy
+registered by a user) gets a colour picked from :data:`EXTRA_COLORS` by a hash of its name
+(``hashlib``, not ``hash()``, which changes between processes), so it too never changes
+between views or sessions. Colours follow the policy's name, never its row or position.
+"""
 
 from __future__ import annotations
 
-import zlib
+import hashlib
 
-# Okabe-Ito-like colours that stay apart for colour-blind readers, fixed per built-in policy.
-POLICY_COLORS = {
-    "acrobat": "#0072B2",
-    "dynet-depth": "#E69F00",
-    "dynet-agenda": "#009E73",
-    "eager": "#CC79A7",
+POLICY_COLORS: dict[str, str] = {
+    "acrobat": "#0969da",  # blue
+    "dynet-depth": "#d4a72c",  # amber
+    "dynet-agenda": "#8250df",  # purple
+    "eager": "#cf222e",  # red
 }
-EXTRA = ("#D55E00", "#56B4E9", "#F0E442", "#7f7f7f", "#8c564b", "#17becf")
+"""The fixed colours of the registered policies."""
+
+EXTRA_COLORS: tuple[str, ...] = (
+    "#1a7f37",  # green
+    "#bc4c00",  # orange
+    "#0e8a8a",  # teal
+    "#bf3989",  # pink
+    "#6e7781",  # grey
+    "#4d2d00",  # brown
+    "#3e7b00",  # olive
+    "#0550ae",  # dark blue
+)
+"""The colours other policy names are hashed onto (none is a fixed policy's colour)."""
 
 
 def policy_color(name: str) -> str:
-    """The colour of ``name``: fixed for the built-in policies, else picked from ``EXTRA``
-    by a stable hash of the name (the same in every view and every run)."""
-    if name in POLICY_COLORS:
-        return POLICY_COLORS[name]
-    return EXTRA[zlib.crc32(name.encode()) % len(EXTRA)]
+    """The colour of policy ``name``: fixed for the registered ones, else picked by a stable
+    hash of the name (the same in every view and every session)."""
+    fixed = POLICY_COLORS.get(name)
+    if fixed is not None:
+        return fixed
+    digest = hashlib.sha1(name.encode("utf-8")).digest()
+    return EXTRA_COLORS[int.from_bytes(digest[:4], "big") % len(EXTRA_COLORS)]
+
+
+def policy_colors(names) -> dict[str, str]:
+    """``{name: policy_color(name)}`` for the given policy names."""
+    return {name: policy_color(name) for name in names}

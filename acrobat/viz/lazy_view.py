@@ -73,6 +73,26 @@ class LazyView(pn.viewable.Viewer):
             self._queued = True
         self._doc.add_next_tick_callback(self._scheduled)
 
+    def on_page(self, fn, *args) -> None:
+        """Call ``fn(*args)`` now on the page's thread (or outside a server), else on the
+        document's next tick: for a store watcher that edits Bokeh models outside ``_refresh``
+        (e.g. outlining a selection)."""
+        if self._doc is None or threading.get_ident() == self._doc_thread:
+            with self._lock:
+                fn(*args)
+            return
+
+        def call() -> None:
+            from panel.io.state import set_curdoc
+
+            try:
+                with set_curdoc(self._doc), self._lock:
+                    fn(*args)
+            except Exception:  # a drawing bug must not take the page down
+                log.exception("%s could not update", type(self).__name__)
+
+        self._doc.add_next_tick_callback(call)
+
     def _scheduled(self) -> None:
         from panel.io.state import set_curdoc
 

@@ -3,7 +3,9 @@
 Schedule: the batches of a run in launch order (``BatchFormed``), one bar per batch whose height
 is the batch size and whose colour is the kernel; a vertical span marks the lower bound (the
 fewest batches any schedule could use, summed over run passes from ``ScheduleFormed``). Two
-policies are drawn side by side with shared kernel colours.
+policies are drawn side by side with shared kernel colours and one shared x range; each figure's
+title and frame take its policy's colour, legends sit outside the bars, sizes can be drawn on a
+log axis, and a click on a bar selects that batch (the explorer links it to the DFG view).
 
 Timeline: a profiler view of one run's nested slices (``acrobat.trace.run_slices``) on stacked
 lanes: the run, its host phases (``HostSpan``), its batches (``KernelLaunched``) and their gather /
@@ -26,17 +28,20 @@ from bokeh.models import (
     Div,
     HoverTool,
     Label,
+    Legend,
     PanTool,
     Range1d,
     ResetTool,
     SaveTool,
     Span,
+    TapTool,
     WheelZoomTool,
 )
 from bokeh.palettes import Category10, Category20
 from bokeh.plotting import figure
 
 from acrobat.trace import BatchFormed, KernelLaunched, ScheduleFormed, Trace, run_slices
+from acrobat.viz.colors import policy_color
 
 HOST_COLOR = "#8c959f"
 RUN_COLOR = "#57606a"
@@ -78,6 +83,7 @@ def schedule_model(trace: Trace) -> ScheduleModel:
     schedules = trace.of(ScheduleFormed)
     data = {
         "position": [n + 1 for n in range(len(formed))],
+        "batch": list(range(len(formed))),  # run-wide number, as NodeRecorded.batch
         "x": [n + 0.5 for n in range(len(formed))],
         "kernel": [batch.kernel for batch in formed],
         "size": [batch.size for batch in formed],
@@ -103,37 +109,56 @@ def kernel_colors(*traces: Trace) -> dict[str, str]:
     return {name: cycle[n % len(cycle)] for n, name in enumerate(names)}
 
 
-def schedule_figure(model: ScheduleModel, colors: dict[str, str], name: str = "schedule"):
-    """Bars of batch size in launch order, coloured by kernel, with the lower bound marked."""
+def schedule_figure(
+    model: ScheduleModel,
+    colors: dict[str, str],
+    name: str = "schedule",
+    x_range: Range1d | None = None,
+    log_y: bool = False,
+):
+    """Bars of batch size in launch order, coloured by kernel, with the lower bound marked.
+
+    The title and frame take the policy's colour (:func:`acrobat.viz.colors.policy_color`);
+    the legend sits right of the plot, never over bars; ``x_range`` is shared by the figures
+    of a pair; ``log_y`` draws batch sizes on a log axis (eager's 1s beside batches of 100s).
+    A click on a bar selects it (``TapTool``: the bars' source's ``selected.indices``)."""
     fig = figure(
         name=name,
         height=360,
         sizing_mode="stretch_width",
         x_axis_label="batch (launch order)",
-        y_axis_label="batch size (nodes)",
-        x_range=Range1d(0, 1),
-        y_range=Range1d(0, 1),
-        tools="xpan,xwheel_zoom,reset,save",
+        y_axis_label="batch size (nodes)" + (", log scale" if log_y else ""),
+        x_range=x_range if x_range is not None else Range1d(0, 1),
+        y_range=Range1d(LOG_FLOOR if log_y else 0, 1),
+        y_axis_type="log" if log_y else "linear",
+        tools="xpan,xwheel_zoom,tap,reset,save",
         toolbar_location="above",
     )
-    source = ColumnDataSource({key: [] for key in [*model.data, "color"]})
+    fig.add_layout(Legend(location="top_left", label_text_font_size="10px"), "right")
+    source = ColumnDataSource({key: [] for key in [*model.data, "color", "bottom"]})
     bars = fig.vbar(
         x="x",
         top="size",
+        bottom="bottom",
         width=0.85,
         color="color",
         source=source,
         name="batches",
         legend_field="kernel",
+        selection_line_color="black",
+        selection_line_width=2,
+        nonselection_fill_alpha=0.35,
+        nonselection_line_alpha=0.35,
     )
     tips = [
-        ("batch", "@position"),
+        ("batch", "@batch (launch @position)"),
         ("kernel", "@kernel"),
         ("size", "@size"),
         ("level", "@level"),
         ("run pass", "@run_pass"),
     ]
     fig.add_tools(HoverTool(renderers=[bars], tooltips=tips))
+    fig.select_one(TapTool).renderers = [bars]
     fig.add_layout(
         Span(
             dimension="height",
@@ -155,47 +180,68 @@ def schedule_figure(model: ScheduleModel, colors: dict[str, str], name: str = "s
             name="lower_bound_label",
         )
     )
-    fig.legend.location = "top_right"
-    fig.legend.label_text_font_size = "10px"
+    fig.outline_line_width = 3
     fill_schedule_figure(fig, model, colors)
     return fig
 
 
+LOG_FLOOR = 0.7  # where a log axis starts: a batch of 1 still shows as a bar
+
+
 def fill_schedule_figure(fig, model: ScheduleModel, colors: dict[str, str]) -> None:
     """Show ``model`` in a figure made by ``schedule_figure``, in place: in a served app only
-    the new data travels to the browser, not a new figure."""
-    fig.select_one({"name": "batches"}).data_source.data = dict(
-        model.data, color=[colors[k] for k in model.data["kernel"]]
+    the new data travels to the browser, not a new figure. The selection is cleared."""
+    log_y = fig.y_scale.__class__.__name__ == "LogScale"
+    source = fig.select_one({"name": "batches"}).data_source
+    source.selected.indices = []
+    source.data = dict(
+        model.data,
+        color=[colors[k] for k in model.data["kernel"]],
+        bottom=[LOG_FLOOR if log_y else 0] * model.batches,
     )
     fig.title.text = f"{model.policy}: {model.batches} batches for {model.nodes} nodes"
-    fig.x_range.end = max(model.batches, model.lower_bound, 1) * 1.04
-    fig.y_range.end = max(model.data["size"], default=1) * 1.08
+    fig.title.text_color = fig.outline_line_color = policy_color(model.policy)
+    fig.x_range.end = max(fig.x_range.end, max(model.batches, model.lower_bound, 1) * 1.04)
+    fig.y_range.end = max(model.data["size"], default=1) * (1.5 if log_y else 1.08)
     fig.select_one({"name": "lower_bound"}).location = model.lower_bound
     label = fig.select_one({"name": "lower_bound_label"})
     label.x, label.text = model.lower_bound, f"lower bound {model.lower_bound}"
 
 
-def schedule_pair(trace_a: Trace, trace_b: Trace | None = None):
+def _shared_end(models: list[ScheduleModel]) -> float:
+    return max([max(m.batches, m.lower_bound, 1) for m in models]) * 1.04
+
+
+def schedule_pair(trace_a: Trace, trace_b: Trace | None = None, log_y: bool = False):
     """Policy A's schedule beside policy B's (one figure when B is absent), with shared kernel
-    colours. Each has its own y axis: eager's batches of 1 would vanish beside batches of 1000."""
+    colours and one shared x range (batch index), so equal positions line up. Each has its own
+    y axis: eager's batches of 1 would vanish beside batches of 1000 (or use ``log_y``)."""
     traces = [trace_a] if trace_b is None else [trace_a, trace_b]
     colors = kernel_colors(*traces)
+    models = [schedule_model(trace) for trace in traces]
+    x_range = Range1d(0, _shared_end(models))
     figures = [
-        schedule_figure(schedule_model(trace), colors, name=f"schedule-{side}")
-        for trace, side in zip(traces, "ab")
+        schedule_figure(model, colors, f"schedule-{side}", x_range, log_y)
+        for model, side in zip(models, "ab")
     ]
     return row(*figures, sizing_mode="stretch_width", name="schedule-pair")
 
 
-def refresh_schedule_pair(layout, trace_a: Trace, trace_b: Trace | None = None) -> bool:
+def refresh_schedule_pair(
+    layout, trace_a: Trace, trace_b: Trace | None = None, log_y: bool = False
+) -> bool:
     """Show new runs in a layout made by ``schedule_pair``, in place. False (and nothing
-    changed) when the layout has a different number of figures: build a new one then."""
+    changed) when the layout has a different number of figures or y scale: build a new one."""
     traces = [trace_a] if trace_b is None else [trace_a, trace_b]
     if layout is None or len(layout.children) != len(traces):
         return False
+    if any((fig.y_scale.__class__.__name__ == "LogScale") != log_y for fig in layout.children):
+        return False
     colors = kernel_colors(*traces)
-    for fig, trace in zip(layout.children, traces):
-        fill_schedule_figure(fig, schedule_model(trace), colors)
+    models = [schedule_model(trace) for trace in traces]
+    layout.children[0].x_range.end = _shared_end(models)
+    for fig, model in zip(layout.children, models):
+        fill_schedule_figure(fig, model, colors)
     return True
 
 

@@ -7,12 +7,24 @@ the panes are public so tests can read the figures' data without a browser.
 
 from __future__ import annotations
 
+import html
+
 import panel as pn
 import param
 
 from acrobat.viz.app_state import ExplorerState
+from acrobat.viz.colors import policy_color
 from acrobat.viz.compare_view import SORT_KEYS, compare_figure, compare_table_html, sort_rows
-from acrobat.viz.dfg_view import FOLD_ABOVE, dfg_legend_html, dfg_model, dfg_svg, instances_in
+from acrobat.viz.dfg_view import (
+    FOLD_ABOVE,
+    DfgLayout,
+    dfg_figure,
+    dfg_layout,
+    dfg_legend_html,
+    dfg_model,
+    highlight_dfg,
+    instances_in,
+)
 from acrobat.viz.ir_view import TABLE_CSS
 from acrobat.viz.lazy_view import LazyView
 from acrobat.viz.schedule_view import (
@@ -21,12 +33,20 @@ from acrobat.viz.schedule_view import (
     schedule_pair,
     timeline_pair,
 )
+from acrobat.viz.selection import (
+    DETAILS_CSS,
+    batch_details,
+    batch_details_html,
+    depth_text,
+    node_details,
+    node_details_html,
+)
 from acrobat.viz.source_view import CODE_CSS, code_html, host_program, kernel_sources
 
 NOT_RUN = "<p><i>Not run yet (or the run failed): see the message above.</i></p>"
 SWATCH_CSS = """
 .dfg-legend { font-size: 12px; line-height: 1.9; }
-.dfg-svg svg { max-width: 100%; height: auto; }
+.dfg-kernels { font-size: 12px; color: #57606a; }
 .dfg-legend .swatch { display: inline-block; width: 12px; height: 12px; margin: 0 3px 0 8px;
   border: 1px solid #8c959f; border-radius: 2px; vertical-align: middle; }
 .policy-swatch { display: inline-block; width: 10px; height: 10px; margin-right: 6px;
@@ -40,10 +60,14 @@ def _side_trace(state: ExplorerState, side: str):
 
 
 class DfgView(LazyView):
-    """One instance's DFG as an SVG drawn by Graphviz on the server, coloured by depth or batch."""
+    """One instance's DFG (or every instance's), laid out by Graphviz and drawn by Bokeh (pan,
+    zoom, hover, tap), coloured by depth or batch. A batch selected in the store
+    (``state.selected_batch``, e.g. a click on a schedule bar) is outlined, and the details pane
+    lists its kernel, size, depth, instances and source lines; a tapped node shows its own."""
 
     side = param.Selector(default="A", objects=["A", "B"], doc="which policy's run to draw")
     instance = param.Integer(default=0, bounds=(0, None))
+    all_instances = param.Boolean(default=False, doc="draw every instance's nodes")
     color_by = param.Selector(default="depth", objects=["depth", "batch"])
     fold_above = param.Integer(default=FOLD_ABOVE, bounds=(1, None), doc="fold larger graphs")
 
@@ -53,51 +77,203 @@ class DfgView(LazyView):
             self.param.instance, label="Instance", width=110
         )
         self.legend = pn.pane.HTML("", stylesheets=[SWATCH_CSS], sizing_mode="stretch_width")
-        self.svg = pn.pane.HTML(
+        self.plot = pn.pane.Bokeh(None, sizing_mode="stretch_width", css_classes=["dfg-plot"])
+        self.placeholder = pn.pane.HTML(NOT_RUN)
+        self.details = pn.pane.HTML(
             "",
-            stylesheets=[SWATCH_CSS],
+            stylesheets=[DETAILS_CSS],
             sizing_mode="stretch_width",
-            max_height=760,
-            styles={"overflow": "auto"},
-            css_classes=["dfg-view"],
+            css_classes=["dfg-details"],
         )
         self.model = None
+        self.highlighted: list[str] = []  # ids of the boxes outlined for the selected batch
+        self._layouts: dict[tuple, DfgLayout] = {}
+        self._followed = None  # the selection last followed (side and instance switched)
+        self._following = False
         self.watch_state("trace_a", "trace_b")
-        self.param.watch(self._refresh, ["side", "instance", "color_by", "fold_above"])
+        # the store may change on its worker thread: outline the batch on the page's thread
+        self.state.param.watch(lambda *_: self.on_page(self._batch_selected), "selected_batch")
+        self.param.watch(
+            self._refresh, ["side", "instance", "all_instances", "color_by", "fold_above"]
+        )
         self._refresh()
+
+    @property
+    def figure(self):
+        """The Bokeh figure shown, or None."""
+        return self.plot.object
 
     def __panel__(self):
         controls = pn.Row(
             pn.widgets.RadioButtonGroup.from_param(self.param.side, label="Run"),
             self.instance_input,
+            pn.widgets.Checkbox.from_param(self.param.all_instances, label="All instances"),
             pn.widgets.RadioButtonGroup.from_param(self.param.color_by, label="Colour by"),
             pn.widgets.IntInput.from_param(self.param.fold_above, label="Fold above", width=110),
         )
-        return pn.Column(controls, self.legend, self.svg, sizing_mode="stretch_width")
+        return pn.Column(
+            controls,
+            self.legend,
+            self.placeholder,
+            self.plot,
+            self.details,
+            sizing_mode="stretch_width",
+            css_classes=["dfg-view"],
+        )
+
+    def _trace(self):
+        return _side_trace(self.state, self.side)
 
     def _refresh(self, *_events) -> None:
-        trace = _side_trace(self.state, self.side)
+        if self._following:  # _follow_selection is changing side/instance: draw once, after
+            return
+        self._follow_selection()
+        trace = self._trace()
         instances = instances_in(trace) if trace is not None else []
+        self.placeholder.visible = not instances
         if not instances:
-            self.model, self.svg.object, self.legend.object = None, NOT_RUN, ""
+            self.model, self.plot.object, self.legend.object = None, None, ""
+            self.details.object, self.highlighted = "", []
             return
         self.instance_input.end = instances[-1]
-        instance = min(self.instance, instances[-1])
-        with self.svg.param.update(loading=True):  # Graphviz can take a moment
-            self.model = dfg_model(trace, instance, self.color_by, self.fold_above)
-            self.legend.object = dfg_legend_html(self.model)
-            self.svg.object = f'<div class="dfg-svg">{dfg_svg(self.model)}</div>'
+        instance = None if self.all_instances else min(self.instance, instances[-1])
+        key = (id(trace), instance, self.fold_above)
+        # (no ``loading`` spinner: Panel 1.9 fails to set it on a Bokeh pane in a served app;
+        # the bounded layout takes well under a second anyway)
+        self.model = dfg_model(trace, instance, self.color_by, self.fold_above)
+        if key not in self._layouts:  # one layout per graph: colours and selection reuse it
+            self._layouts = {key: dfg_layout(self.model)}
+        self.plot.object = dfg_figure(self.model, self._layouts[key])
+        nodes = self.plot.object.select_one({"name": "nodes"}).data_source
+        nodes.selected.on_change("indices", self._node_tapped)
+        self.legend.object = dfg_legend_html(self.model) + _kernels_line(self.model)
+        self._show_selection()
+
+    def _batch_selected(self, *_events) -> None:
+        """A batch was selected (or cleared) elsewhere: outline it, first switching to its
+        run and, unless every instance is drawn, to one of its instances."""
+        if not self.active:
+            self._stale = True
+        elif self._follow_selection():
+            self._refresh()
+        else:
+            self._show_selection()
+
+    def _follow_selection(self) -> bool:
+        """Switch ``side`` / ``instance`` to show a newly selected batch (once per selection,
+        so the user can still pick another instance). True when something switched."""
+        selected = self.state.selected_batch
+        if selected is None or selected == self._followed:
+            self._followed = selected
+            return False
+        self._followed = selected
+        side, batch = selected
+        trace = _side_trace(self.state, side)
+        details = batch_details(trace, batch) if trace is not None else None
+        switch = {} if side == self.side else {"side": side}
+        if (
+            details is not None
+            and details.instances
+            and not self.all_instances
+            and self.instance not in details.instances
+        ):
+            switch["instance"] = details.instances[0]
+        if not switch:
+            return False
+        self._following = True
+        try:
+            self.param.update(**switch)
+        finally:
+            self._following = False
+        return True
+
+    def _show_selection(self) -> None:
+        selected = self.state.selected_batch
+        if self.model is None or self.plot.object is None:
+            return
+        batch = selected[1] if selected is not None and selected[0] == self.side else None
+        self.highlighted = highlight_dfg(self.plot.object, self.model, batch)
+        if batch is None:
+            self.details.object = NOTHING_SELECTED
+            return
+        details = batch_details(self._trace(), batch, self.state.source)
+        if details is None:
+            self.details.object = NOTHING_SELECTED
+            return
+        shown = (
+            f'<div class="dfg-highlight" data-batch="{batch}" '
+            f'data-boxes="{len(self.highlighted)}">{len(self.highlighted)} box(es) of this '
+            f"graph outlined in black hold the batch's nodes"
+            + ("" if self.highlighted else " (none: pick an instance listed below)")
+            + "</div>"
+        )
+        self.details.object = shown + batch_details_html(details, self.side)
+
+    def _node_tapped(self, _attr, _old, new) -> None:
+        if not new or self.model is None:
+            return
+        source = self.plot.object.select_one({"name": "nodes"}).data_source
+        box = next(n for n in self.model.nodes if n.id == source.data["id"][new[0]])
+        trace = self._trace()
+        if box.count == 1:
+            self.state.selected_node = (self.side, box.members[0])
+            details = node_details(trace, box.members[0], self.state.source)
+            self.details.object = node_details_html(details, self.side) if details else ""
+        else:
+            self.details.object = _box_html(box)
+
+
+NOTHING_SELECTED = (
+    "<p><i>Click a bar in the Schedule tab to outline its batch here; click a box for its "
+    "details.</i></p>"
+)
+
+
+def _kernels_line(model) -> str:
+    counts: dict[str, int] = {}
+    for node in model.nodes:
+        counts[node.kernel] = counts.get(node.kernel, 0) + node.count
+    shown = "instance " + str(model.instance) if model.instance is not None else "all instances"
+    kernels = ", ".join(f"{name} ×{n}" for name, n in sorted(counts.items()))
+    return (
+        f'<div class="dfg-kernels">{shown}: {model.total_nodes} node(s) of {kernels}; '
+        "scroll to zoom, drag to pan, hover a box for its batch</div>"
+    )
+
+
+def _box_html(box) -> str:
+    rows = [
+        ("kernel", box.kernel),
+        ("nodes", f"{box.count}"),
+        ("instances", ", ".join(map(str, box.instances))),
+        ("depths", ", ".join(map(depth_text, box.depths))),
+        ("batches", ", ".join(map(str, box.batches))),
+    ]
+    body = "".join(f"<tr><th>{k}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+    return f'<div class="selection-details"><b>folded box</b><table>{body}</table></div>'
 
 
 class ScheduleView(LazyView):
-    """Policy A's and policy B's batches side by side, with the lower bound marked."""
+    """Policy A's and policy B's batches side by side on one x range, with the lower bound
+    marked; clicking a bar selects that batch (``state.selected_batch``), which the DFG view
+    outlines. ``log_y`` draws the batch sizes on a log axis."""
+
+    log_y = param.Boolean(default=False, doc="batch sizes on a log axis")
 
     def __init__(self, **params):
         super().__init__(**params)
         self.summary = pn.pane.HTML("", css_classes=["schedule-summary"])
         self.plot = pn.pane.Bokeh(None, sizing_mode="stretch_width", css_classes=["schedule"])
         self.placeholder = pn.pane.HTML(NOT_RUN)
+        self.details = pn.pane.HTML(
+            "",
+            stylesheets=[DETAILS_CSS],
+            sizing_mode="stretch_width",
+            css_classes=["batch-details"],
+        )
         self.watch_state("trace_a", "trace_b")
+        self.state.param.watch(lambda *_: self.on_page(self._show_selection), "selected_batch")
+        self.param.watch(self._refresh, "log_y")
         self._refresh()
 
     @property
@@ -106,24 +282,64 @@ class ScheduleView(LazyView):
         return self.plot.object
 
     def __panel__(self):
-        return pn.Column(self.summary, self.placeholder, self.plot, sizing_mode="stretch_width")
+        toggle = pn.widgets.Checkbox.from_param(self.param.log_y, label="Log-scale batch sizes")
+        return pn.Column(
+            pn.Row(self.summary, toggle),
+            self.placeholder,
+            self.plot,
+            self.details,
+            sizing_mode="stretch_width",
+        )
 
     def _refresh(self, *_events) -> None:
         traces = [t for t in (self.state.trace_a, self.state.trace_b) if t is not None]
         self.placeholder.visible = not traces
         if not traces:
-            self.plot.object, self.summary.object = None, ""
+            self.plot.object, self.summary.object, self.details.object = None, "", ""
             return
-        if not refresh_schedule_pair(self.plot.object, *traces):
-            self.plot.object = schedule_pair(*traces)
+        if not refresh_schedule_pair(self.plot.object, *traces, log_y=self.log_y):
+            self.plot.object = schedule_pair(*traces, log_y=self.log_y)
+            for side, fig in zip("AB", self.plot.object.children):
+                source = fig.select_one({"name": "batches"}).data_source
+                source.selected.on_change("indices", self._bar_tapped(side))
         lines = []
         for side, trace in zip("AB", traces):
             model = schedule_model(trace)
+            swatch = f'<span style="color:{policy_color(model.policy)}">■</span>'
             lines.append(
-                f"<b>{side} · {model.policy}</b>: {model.batches} batches "
+                f"{swatch} <b>{side} · {model.policy}</b>: {model.batches} batches "
                 f"(lower bound {model.lower_bound}, {model.run_passes} run pass(es))"
             )
         self.summary.object = " &nbsp;|&nbsp; ".join(lines)
+        self._show_selection()
+
+    def _bar_tapped(self, side: str):
+        def tapped(_attr, _old, new) -> None:
+            if new:
+                self.state.selected_batch = (side, int(new[0]))
+            elif self.state.selected_batch is not None and self.state.selected_batch[0] == side:
+                self.state.selected_batch = None
+
+        return tapped
+
+    def _show_selection(self, *_events) -> None:
+        selected = self.state.selected_batch
+        layout = self.plot.object
+        if layout is None:
+            return
+        for side, fig in zip("AB", layout.children):  # one bar selected across both plots
+            source = fig.select_one({"name": "batches"}).data_source
+            want = [selected[1]] if selected is not None and selected[0] == side else []
+            if list(source.selected.indices) != want:
+                source.selected.indices = want
+        trace = _side_trace(self.state, selected[0]) if selected is not None else None
+        details = batch_details(trace, selected[1], self.state.source) if trace else None
+        if details is None:
+            self.details.object = (
+                "<p><i>Click a bar to see its batch; the DFG tab outlines its nodes.</i></p>"
+            )
+            return
+        self.details.object = batch_details_html(details, selected[0])
 
 
 class TimelineView(LazyView):

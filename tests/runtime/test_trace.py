@@ -16,6 +16,7 @@ from acrobat.trace import (
     HostSpan,
     KernelCompiled,
     KernelLaunched,
+    KernelMapped,
     NodeRecorded,
     ScheduleFormed,
     Trace,
@@ -163,3 +164,22 @@ def test_gathered_bytes_add_up_and_zero_copy_saves(model):
         launched = sum(e.bytes_gathered for e in res.trace.of(KernelLaunched))
         assert res.stats["bytes_gathered"] == launched
     assert on.stats["bytes_gathered"] <= off.stats["bytes_gathered"]
+
+
+def test_each_kernel_is_mapped_to_its_source_lines_and_signature():
+    """KernelMapped (made once at compile time) names the source lines, callers, ops and
+    types of every kernel a traced run compiled, batched or direct."""
+    spec = acrobat.models.load("treelstm", "tiny")
+    prog = acrobat.compile(spec.module, spec.params)
+    source = acrobat.models.source("treelstm").splitlines()
+    for strategy in ("batched", "direct"):
+        res = acrobat.run(prog, spec.instances(2), trace_level="nodes", strategy=strategy)
+        mapped = {e.kernel: e for e in res.trace.of(KernelMapped)}
+        assert set(mapped) == {e.kernel for e in res.trace.of(KernelCompiled)}
+        leaf = mapped["cell_node0"]
+        assert leaf.file == "treelstm.py" and leaf.functions == ("cell",)
+        assert "embed" in leaf.ops and leaf.outputs == ("Tensor[8]", "Tensor[8]")
+        assert leaf.params == ("word: int (host)",)
+        assert any("embed" in source[n - 1] for n in leaf.lines)
+        assert all("Tensor[8] (batched)" in p for p in mapped["cell_node1"].params)
+    assert prog.kernel_map == mapped  # the run emits the program's own mapping

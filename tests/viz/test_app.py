@@ -13,7 +13,7 @@ import pytest
 
 from acrobat import models
 from acrobat.errors import AcrobatNameError
-from acrobat.trace import BatchFormed, KernelCompiled
+from acrobat.trace import BatchFormed, KernelCompiled, NodeRecorded
 from acrobat.viz.app_state import ExplorerState
 from acrobat.viz.explorer import Explorer, explorer_views, register_view, unregister_view
 from acrobat.viz.lazy_view import LazyView
@@ -146,7 +146,8 @@ def test_dfg_view_controls(explorer):
     assert dfg.model.instance == 1
     dfg.fold_above = 3
     assert dfg.model.folded and "folded" in dfg.legend.object
-    assert "<svg" in dfg.svg.object
+    nodes = dfg.figure.select_one({"name": "nodes"}).data_source
+    assert len(nodes.data["id"]) == len(dfg.model.nodes)
     dfg.side = "B"
     assert dfg.model.total_nodes > 0
 
@@ -269,3 +270,39 @@ def test_treelstm_small_batch_64_compiles_runs_and_renders_in_seconds():
     )
     assert root is not None  # times are printed, never asserted: a busy machine is slower
     assert explorer.schedule.figure.children[1].title.text.startswith("dynet-agenda")
+
+
+def test_a_schedule_bar_click_outlines_its_batch_in_the_dfg(explorer):
+    """The linked views: a tapped bar sets state.selected_batch; the DFG view switches to that
+    run and one of the batch's instances, outlines the batch's boxes and lists its details."""
+    state = explorer.state
+    explorer.open_tab("Schedule")
+    fig_a, fig_b = explorer.schedule.figure.children
+    assert fig_a.x_range is fig_b.x_range  # A and B share the batch axis
+    bars = fig_b.select_one({"name": "batches"}).data_source
+    last = len(bars.data["size"]) - 1
+    bars.selected.indices = [last]  # what the browser sends when the bar is tapped
+    assert state.selected_batch == ("B", last)
+    assert f'data-batch="{last}"' in explorer.schedule.details.object
+    explorer.open_tab("DFG")
+    dfg = explorer.dfg
+    batch = [r for r in state.trace_b.of(NodeRecorded) if r.batch == last]
+    assert dfg.side == "B" and dfg.instance in {r.instance for r in batch}
+    nodes = dfg.figure.select_one({"name": "nodes"}).data_source.data
+    outlined = {i for i, hit in zip(nodes["id"], nodes["in_batch"]) if hit}
+    assert outlined and outlined == set(dfg.highlighted)
+    mine = {r.node for r in batch if r.instance == dfg.instance}
+    assert {m for n in dfg.model.nodes if n.id in outlined for m in n.members} == mine
+    instances = ",".join(str(i) for i in sorted({r.instance for r in batch}))
+    assert f'data-instances="{instances}"' in dfg.details.object
+    assert "source lines" in dfg.details.object and "treelstm.py" in dfg.details.object
+    dfg.all_instances = True  # every instance: every node of the batch is outlined
+    nodes = dfg.figure.select_one({"name": "nodes"}).data_source.data
+    hits = [n for n in dfg.model.nodes if n.id in set(dfg.highlighted)]
+    assert {m for n in hits for m in n.members} == {r.node for r in batch}
+    tapped = nodes["id"].index(hits[0].id)
+    dfg.figure.select_one({"name": "nodes"}).data_source.selected.indices = [tapped]
+    assert state.selected_node == ("B", hits[0].members[0])
+    assert f'data-node="{hits[0].members[0]}"' in dfg.details.object
+    explorer.settings.policy_a.value = "eager"  # a new run ends the selection
+    assert state.selected_batch is None and state.selected_node is None

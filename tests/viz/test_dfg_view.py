@@ -1,15 +1,20 @@
-"""DFG view: one instance's graph from NodeRecorded, coloured by depth or batch, folded when big."""
+"""DFG view: one instance's (or every instance's) graph from NodeRecorded, coloured by depth or
+batch, folded when big, laid out by Graphviz and drawn by Bokeh."""
 
 import pytest
 
 import acrobat
 from acrobat.trace import NodeRecorded, Trace
 from acrobat.viz.dfg_view import (
+    FOLD_ABOVE,
     MIXED,
+    dfg_figure,
     dfg_graph,
+    dfg_layout,
     dfg_legend_html,
     dfg_model,
     dfg_svg,
+    highlight_dfg,
     instances_in,
     layout_direction,
 )
@@ -91,6 +96,7 @@ def test_svg_is_server_side_graphviz(two_leaves):
     assert svg.count('class="node"') == 3 and svg.count('class="edge"') == 2
     assert "cell_node1" in svg
     assert dfg_graph(model).source.count("->") == 2
+    assert "nslimit" in dfg_graph(model).source  # bounded layout search: big graphs stay fast
     assert "recorded no nodes" in dfg_svg(dfg_model(Trace(), 5))
 
 
@@ -124,3 +130,89 @@ def test_a_decision_node_on_the_last_level_reads_last():
     model = dfg_model(res.trace, instance=0, fold_above=10**6)
     labels = "\n".join(n.label for n in model.nodes)
     assert "dlast" in labels and str(STRIDE - 1) not in labels
+
+
+def _source(fig, name):
+    return fig.select_one({"name": name}).data_source.data
+
+
+def test_layout_places_every_box_producers_above_consumers(two_leaves):
+    model = dfg_model(two_leaves.runs["acrobat"], 0)
+    layout = dfg_layout(model)
+    assert set(layout.boxes) == {node.id for node in model.nodes}
+    root = next(n for n in model.nodes if n.kernel == "cell_node1")
+    leaves = [n for n in model.nodes if n.kernel == "cell_node0"]
+    assert all(layout.boxes[leaf.id][1] > layout.boxes[root.id][1] for leaf in leaves)
+    assert len(layout.routes) == 2 and all(len(xs) >= 2 for _, _, xs, _ in layout.routes)
+    assert all(w > 0 and h > 0 for _, _, w, h in layout.boxes.values())
+    assert dfg_layout(dfg_model(Trace(), 0)).boxes == {}
+
+
+def test_bokeh_figure_has_zoom_hover_tap_and_batch_labels(treelstm):
+    from bokeh.models import BoxZoomTool, HoverTool, PanTool, TapTool, WheelZoomTool
+
+    model = dfg_model(treelstm.runs["acrobat"], 0)
+    fig = dfg_figure(model)
+    nodes = _source(fig, "nodes")
+    assert nodes["id"] == [n.id for n in model.nodes]
+    assert nodes["label"] == [n.label for n in model.nodes]
+    assert all(f" · b{n.batches[0]}" in n.label for n in model.nodes)  # batch not by colour alone
+    assert len(_source(fig, "edges")["xs"]) == len(model.edges)
+    for tool in (PanTool, WheelZoomTool, BoxZoomTool, HoverTool, TapTool):
+        assert fig.select(type=tool), tool.__name__
+    assert "batch" in dict(fig.select_one(HoverTool).tooltips)
+    assert fig.select_one({"name": "labels"}) is not None
+    assert fig.x_range.js_property_callbacks  # labels follow the zoom
+
+
+def test_highlight_outlines_the_boxes_of_a_batch(treelstm):
+    trace = treelstm.runs["dynet-depth"]
+    model = dfg_model(trace, 1)
+    fig = dfg_figure(model)
+    batch = model.nodes[-1].batches[0]
+    hit = highlight_dfg(fig, model, batch)
+    assert hit == [n.id for n in model.nodes if batch in n.batches]
+    nodes = _source(fig, "nodes")
+    assert nodes["in_batch"] == [n.id in hit for n in model.nodes]
+    assert all(a < 1.0 for a, h in zip(nodes["alpha"], nodes["in_batch"]) if not h)
+    assert all(w > 1.0 for w, h in zip(nodes["outline_width"], nodes["in_batch"]) if h)
+    assert highlight_dfg(fig, model, None) == [] and set(_source(fig, "nodes")["alpha"]) == {1.0}
+
+
+def test_every_instance_in_one_graph(treelstm):
+    trace = treelstm.runs["acrobat"]
+    every = dfg_model(trace, None, fold_above=10**6)
+    assert every.instance is None and every.total_nodes == len(trace.of(NodeRecorded))
+    assert {i for n in every.nodes for i in n.instances} == set(instances_in(trace))
+    assert all(" · i" in n.label for n in every.nodes)
+    folded = dfg_model(trace, None, fold_above=10)
+    assert folded.folded and sum(len(n.members) for n in folded.nodes) == every.total_nodes
+
+
+@pytest.mark.parametrize("name", [info.name for info in acrobat.models.catalog()])
+def test_built_in_models_draw_a_bounded_graph_at_small_size_batch_8(name):
+    """The first draw of every model (small, batch 8): one instance unfolded, or every
+    instance folded under the threshold, so the layout stays small (timed in the report)."""
+    spec = acrobat.models.load(name, "small")
+    prog = acrobat.compile(spec.module, spec.params)
+    trace = acrobat.run(prog, spec.instances(8, seed=0), trace_level="nodes").trace
+    for instance in (0, None):
+        model = dfg_model(trace, instance)
+        assert len(model.nodes) <= FOLD_ABOVE
+        assert sum(len(n.members) for n in model.nodes) == model.total_nodes
+    first = dfg_model(trace, 0)
+    assert len(dfg_layout(first).boxes) == len(first.nodes)
+
+
+def test_first_view_is_readable_whole_when_small_top_when_tall(two_leaves):
+    from acrobat.viz.dfg_view import ASSUMED_WIDTH, FRAME_HEIGHT, READABLE, initial_view
+
+    small = dfg_layout(dfg_model(two_leaves.runs["acrobat"], 0))
+    x, y = initial_view(small)
+    assert x.start <= 0 and x.end >= small.width and y.start <= 0 and y.end >= small.height
+    chain = [NodeRecorded(n, "k", 0, 0, n, (n - 1,) if n else (), n) for n in range(80)]
+    tall = dfg_layout(dfg_model(Trace(chain), 0))
+    x, y = initial_view(tall)
+    assert tall.height > FRAME_HEIGHT / READABLE  # would be a strip if shown whole
+    assert y.end >= tall.height and y.end - y.start <= FRAME_HEIGHT / READABLE + 1e-6
+    assert (x.end - x.start) / (y.end - y.start) == ASSUMED_WIDTH / FRAME_HEIGHT  # one scale

@@ -181,3 +181,30 @@ def test_timeline_colours_follow_the_schedule_view(treelstm):
         for kind, kernel, color in zip(d["kind"], d["kernel"], d["color"]):
             if kind in ("batch", "kernel"):
                 assert color == colors[kernel]
+
+
+def test_pair_shares_the_x_range_keeps_legends_outside_and_taps_bars(treelstm):
+    from bokeh.models import Legend, TapTool
+
+    a, eager = treelstm.runs["acrobat"], treelstm.runs["eager"]
+    fig_a, fig_b = schedule_pair(a, eager).children
+    assert fig_a.x_range is fig_b.x_range
+    assert fig_a.x_range.end >= max(len(a.of(BatchFormed)), len(eager.of(BatchFormed)))
+    for fig in (fig_a, fig_b):
+        (legend,) = fig.select(type=Legend)
+        assert legend in fig.right and legend not in fig.center  # never over the bars
+        assert fig.select_one(TapTool).renderers == [fig.select_one({"name": "batches"})]
+    data = _source(fig_a, "batches").data
+    assert data["batch"] == list(range(len(a.of(BatchFormed))))  # as NodeRecorded.batch
+
+
+def test_log_scale_draws_bars_from_below_one_and_rebuilds(treelstm):
+    from bokeh.models import LogScale
+
+    a, eager = treelstm.runs["acrobat"], treelstm.runs["eager"]
+    pair = schedule_pair(a, eager, log_y=True)
+    fig = pair.children[1]
+    assert isinstance(fig.y_scale, LogScale) and 0 < fig.y_range.start < 1
+    assert set(_source(fig, "batches").data["bottom"]) == {fig.y_range.start}
+    assert refresh_schedule_pair(pair, a, eager, log_y=True)
+    assert not refresh_schedule_pair(pair, a, eager)  # linear wanted: the caller rebuilds

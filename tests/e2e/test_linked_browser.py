@@ -1,0 +1,143 @@
+"""Linked views in the served explorer: a click on a schedule bar outlines its batch in the DFG.
+
+Served as `make explorer` serves it (`panel serve apps/explorer.py`) on a free localhost port,
+with this checkout first on ``PYTHONPATH`` (so a worktree serves its own code, not the installed
+copy); driven by Debian's Chromium. The click lands on the bar's pixel, found through BokehJS's
+own scales; the DFG's highlight is read back from the browser's copy of the figure's data.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from tests.e2e.test_explorer_browser import (
+    CHROMIUM_ARGS,
+    PANEL,
+    ROOT,
+    SHOTS,
+    TIMEOUT_MS,
+    Served,
+    _free_port,
+    _wait_until_serving,
+)
+
+pytestmark = pytest.mark.e2e
+
+# Where to click: the centre of bar ``i`` of the schedule figure ``name`` (page pixels).
+BAR_CENTRE = """([name, i]) => {
+  function* walk(v) { yield v; for (const c of (v.child_views ?? [])) yield* walk(c); }
+  for (const root of Bokeh.index.roots) for (const v of walk(root)) {
+    if (v.model && v.model.name === name && v.frame) {
+      const box = v.canvas_view.el.getBoundingClientRect();
+      const bars = v.model.renderers.find((r) => r.name === "batches").data_source.data;
+      return [box.left + v.frame.x_scale.compute(bars.x[i]),
+              box.top + v.frame.y_scale.compute(bars.size[i] / 2)];
+    }
+  }
+  return null;
+}"""
+
+# The browser's copy of the DFG figure's node data: which boxes are outlined.
+DFG_OUTLINED = """() => {
+  function* walk(v) { yield v; for (const c of (v.child_views ?? [])) yield* walk(c); }
+  for (const root of Bokeh.index.roots) for (const v of walk(root)) {
+    if (v.model && v.model.name === "dfg" && v.frame) {
+      const nodes = v.model.renderers.find((r) => r.name === "nodes").data_source.data;
+      return Array.from(nodes.id).filter((_, n) => nodes.in_batch[n]);
+    }
+  }
+  return null;
+}"""
+
+
+@pytest.fixture(scope="module")
+def explorer(tmp_path_factory):
+    """Serve apps/explorer.py (this checkout's code) on a free port; stop it afterwards."""
+    port = _free_port()
+    log = tmp_path_factory.mktemp("linked") / "panel-serve.log"
+    command = [str(PANEL), "serve", "apps/explorer.py", "--address", "127.0.0.1"]
+    command += ["--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}"]
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    )
+    with log.open("w") as out:
+        server = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        url = f"http://127.0.0.1:{port}/explorer"
+        _wait_until_serving(url, server, log)
+        yield Served(url, log)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=15)
+
+
+@pytest.fixture
+def page(chromium_path):
+    """A fresh Chromium page; the browser is closed afterwards."""
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1600, "height": 1000})
+            page.set_default_timeout(TIMEOUT_MS)
+            yield page
+        finally:
+            browser.close()
+
+
+def _open_tab(page, name: str) -> None:
+    page.locator(".bk-tab", has_text=name).first.click()
+    if SHOTS:
+        page.wait_for_timeout(1500)  # let Bokeh draw before the picture
+        page.screenshot(path=f"{SHOTS}/linked_{name.lower()}.png")
+
+
+def test_clicking_a_schedule_bar_outlines_its_batch_in_the_dfg(explorer, page):
+    from playwright.sync_api import expect
+
+    with explorer.log_on_failure():
+        page.goto(explorer.url)
+        status = page.locator(".run-status")
+        expect(status).to_contain_text("64 instances")
+        page.get_by_label("Size").select_option("tiny")
+        expect(status).to_contain_text("treelstm, tiny, 64 instances")
+
+        _open_tab(page, "Schedule")
+        expect(page.locator(".schedule-summary")).to_contain_text("B · dynet-depth")
+        page.wait_for_function("() => window.Bokeh && Bokeh.index.roots.length > 0")
+        batch = 4  # dynet-depth's 5th launch: the depth-4 tree cells of many instances
+        where = None
+        for _ in range(50):  # until BokehJS has laid the figure out
+            where = page.evaluate(BAR_CENTRE, ["schedule-b", batch])
+            if where is not None:
+                break
+            page.wait_for_timeout(200)
+        assert where is not None, "no schedule-b figure in the page"
+        page.mouse.click(*where)
+        details = page.locator(".batch-details")
+        expect(details).to_contain_text(f"batch {batch} (launch {batch + 1} of the run)")
+        expect(details.locator(".selection-details")).to_have_attribute("data-batch", str(batch))
+
+        _open_tab(page, "DFG")
+        pane = page.locator(".dfg-details")
+        expect(pane).to_contain_text(f"dynet-depth · batch {batch}")
+        expect(pane).to_contain_text("cell_node1")  # its kernel
+        expect(pane).to_contain_text("treelstm.py: line 22")  # the source line it came from
+        instances = pane.locator(".selection-details").get_attribute("data-instances")
+        assert instances and len(instances.split(",")) > 1  # several instances in the batch
+        highlight = pane.locator(".dfg-highlight")
+        expect(highlight).to_have_attribute("data-batch", str(batch))
+        boxes = int(highlight.get_attribute("data-boxes"))
+        assert boxes > 0
+        outlined = page.evaluate(DFG_OUTLINED)
+        assert outlined is not None and len(outlined) == boxes  # the browser draws them
