@@ -9,24 +9,13 @@ localhost port), with this checkout first on ``PYTHONPATH`` so the server runs t
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 
 import pytest
 
 import acrobat
-from tests.e2e.test_explorer_browser import (
-    CHROMIUM_ARGS,
-    PANEL,
-    ROOT,
-    SHOTS,
-    TIMEOUT_MS,
-    Served,
-    _free_port,
-    _replace_source,
-    _wait_until_serving,
-)
+from tests.e2e.conftest import SHOTS
+from tests.e2e.test_explorer_browser import _replace_source
 from tests.viz.test_small_points import contrast
 
 pytestmark = pytest.mark.e2e
@@ -56,45 +45,10 @@ MEASURE = """el => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def explorer(tmp_path_factory):
-    """Serve apps/explorer.py from this checkout on a free localhost port."""
-    port = _free_port()
-    log = tmp_path_factory.mktemp("explorer-small") / "panel-serve.log"
-    command = [str(PANEL), "serve", "apps/explorer.py", "--address", "127.0.0.1"]
-    command += ["--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}"]
-    env = dict(
-        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
-    )
-    with log.open("w") as out:
-        server = subprocess.Popen(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        url = f"http://127.0.0.1:{port}/explorer"
-        _wait_until_serving(url, server, log)
-        yield Served(url, log)
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=15)
-
-
 @pytest.fixture
-def page(chromium_path):
-    """A fresh Chromium page at 1600x1000; the browser is closed afterwards."""
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=TIMEOUT_MS)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1000})
-            page.set_default_timeout(TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
+def viewport() -> dict:
+    """This module's pages are 1600x1000 (the conftest ``page`` fixture reads it)."""
+    return {"width": 1600, "height": 1000}
 
 
 def _open_tab(page, name: str, shot: str = "") -> None:
