@@ -16,6 +16,7 @@ the work in flight (the newest setting wins).
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -72,6 +73,9 @@ class RunTiming:
     load: str = ""
     note: str = ""
     others_busy: float = 0.0  # share of all CPUs other processes used while timing
+    host_ms: dict = field(default_factory=dict)  # policy -> median DFG + scheduling ms
+    exe_ms: dict = field(default_factory=dict)  # policy -> median execution ms
+    strategies: dict = field(default_factory=dict)  # policy -> "batched" / "direct" (and why)
 
     @property
     def busy(self) -> bool:
@@ -428,12 +432,16 @@ class ExplorerState(param.Parameterized):
             self.param.update(timings=dict(self.timings, **medians), timing=timing)
             for policy in measured:
                 side = "a" if policy == policies["a"] else "b"
+                row = compare_row(
+                    self._trace(side),
+                    options_label(self.disabled),
+                    timing.spreads[policy],
+                    timing.others_busy,
+                )
+                # times from the timed (untraced) runs, like the latency; counts from the trace
                 self._record(
-                    compare_row(
-                        self._trace(side),
-                        options_label(self.disabled),
-                        timing.spreads[policy],
-                        timing.others_busy,
+                    dataclasses.replace(
+                        row, host_ms=timing.host_ms[policy], exe_ms=timing.exe_ms[policy]
                     )
                 )
             return True
@@ -500,7 +508,19 @@ class ExplorerState(param.Parameterized):
         self._results = dict(m.results)  # each configuration's last stats
         spreads = {name: m.spread(name) for name in configs}
         others = m.load.other_busy if m.load.other_busy == m.load.other_busy else 0.0
-        return RunTiming(spreads, repeats, warmup, str(m.load), note, others)
+
+        def median(name: str, *metrics: str) -> float:
+            have = [k for k in metrics if k in m.samples[name]]
+            return sum(m.spread(name, k).median for k in have)
+
+        host = {n: median(n, "gen_ms", "sched_ms") for n in configs}
+        exe = {n: median(n, "exe_ms") for n in configs}
+        strategies = {}
+        for name, stats in self._results.items():
+            if isinstance(stats, dict) and stats.get("strategy", "batched") != "batched":
+                why = stats.get("strategy_reason", "")
+                strategies[name] = f"{stats['strategy']}" + (f" ({why})" if why else "")
+        return RunTiming(spreads, repeats, warmup, str(m.load), note, others, host, exe, strategies)
 
     def _record(self, *new: CompareRow) -> None:
         """Add rows to ``comparison`` (each replaces one of the same policy and options); rows
@@ -618,11 +638,15 @@ class ExplorerState(param.Parameterized):
                 return False
             self._record(
                 *(
-                    compare_row_from_stats(
-                        self._last_stats(name),
-                        labels[name][1],
-                        timing.spreads[name],
-                        timing.others_busy,
+                    dataclasses.replace(
+                        compare_row_from_stats(
+                            self._last_stats(name),
+                            labels[name][1],
+                            timing.spreads[name],
+                            timing.others_busy,
+                        ),
+                        host_ms=timing.host_ms[name],
+                        exe_ms=timing.exe_ms[name],
                     )
                     for name in configs
                 )

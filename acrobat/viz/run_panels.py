@@ -233,6 +233,8 @@ class StatusLine(pn.viewable.Viewer):
                 parts.append(f"<i>{html.escape(timing.verdict_text(*policies))}</i>")
             elif timing.busy:
                 parts.append(f"<i>other processes used {timing.others_busy:.0%} of the CPUs</i>")
+            for policy, how in timing.strategies.items():
+                parts.append(f"{html.escape(policy)} ran {html.escape(how)}")
             if timing.note:
                 parts.append(html.escape(timing.note))
         return " · ".join(parts)

@@ -400,3 +400,13 @@ def test_the_verdict_says_when_the_machine_was_busy():
     assert busy.busy and "70% of the CPUs" in busy.verdict_text("acrobat", "eager")
     close = {"acrobat": spread([10, 10.1, 10.2, 10.1, 10]), "eager": spread([10.3] * 5)}
     assert "within noise" in RunTiming(close, 5, 1).verdict_text("acrobat", "eager")
+
+
+def test_compare_rows_take_their_times_from_the_timed_runs(live):
+    timing = live.timing
+    for row in live.comparison:
+        assert row.exe_ms == timing.exe_ms[row.policy] and row.host_ms == timing.host_ms[row.policy]
+        assert row.total_ms == timing.spreads[row.policy].median
+    ran = {p: s["strategy"] for p, s in live._results.items()}
+    # a policy the auto chooser ran per instance says so (the status line shows it)
+    assert {p for p, how in ran.items() if how != "batched"} == set(timing.strategies)
