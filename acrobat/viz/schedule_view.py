@@ -408,6 +408,24 @@ def timeline_figure(model: TimelineModel, colors: dict[str, str], x_range=None, 
     return fig
 
 
+def timeline_batch_at(fig, x: float, y: float) -> int | None:
+    """The run-wide batch number of the batch (or gather / kernel / scatter step) drawn at
+    data point ``(x, y)`` of a timeline figure (a click), or ``None`` on anything else. The
+    number is the schedule's (bar ``i`` of the schedule view is batch ``i``); the timeline
+    labels launches from 1, so launch ``n`` is batch ``n - 1``."""
+    lanes = list(fig.y_range.factors)  # bottom to top: factor k spans y in [k, k + 1)
+    if not 0 <= y < len(lanes):
+        return None
+    lane = lanes[int(y)]
+    data = fig.select_one({"name": "bars"}).data_source.data
+    for at, start, end, batch in zip(
+        data["lane"], data["start_ms"], data["end_ms"], data["batch_text"]
+    ):
+        if at == lane and start <= x <= end and batch.isdigit():
+            return int(batch) - 1
+    return None
+
+
 def timeline_pair(trace_a: Trace, trace_b: Trace | None = None):
     """Policy A's timeline above policy B's, on one shared time axis (zooming one zooms both),
     and under them the measurement of a box-selected span (a Div, ``name="timeline-measure"``)."""

@@ -11,6 +11,7 @@ import html
 
 import panel as pn
 import param
+from bokeh.events import Tap
 
 from acrobat.viz.app_state import ExplorerState
 from acrobat.viz.colors import policy_color
@@ -31,6 +32,7 @@ from acrobat.viz.schedule_view import (
     refresh_schedule_pair,
     schedule_model,
     schedule_pair,
+    timeline_batch_at,
     timeline_pair,
 )
 from acrobat.viz.selection import (
@@ -345,7 +347,8 @@ class ScheduleView(LazyView):
 class TimelineView(LazyView):
     """Profiler view of the runs: nested slices (run, host phases, batches, gather / kernel /
     scatter) on stacked lanes, policy A above policy B on one time axis, with box zoom, wheel
-    zoom, pan, hover and a box-select measurement of a span (the Div under the plots)."""
+    zoom, pan, hover and a box-select measurement of a span (the Div under the plots).
+    Clicking a batch selects it (``state.selected_batch``), as a schedule bar click does."""
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -367,6 +370,20 @@ class TimelineView(LazyView):
         traces = [t for t in (self.state.trace_a, self.state.trace_b) if t is not None]
         self.placeholder.visible = not traces
         self.plot.object = timeline_pair(*traces) if traces else None
+        if self.plot.object is not None:
+            for side, fig in zip("AB", self.plot.object.children[:-1]):
+                fig.on_event(Tap, self._tapped(side, fig))
+
+    def _tapped(self, side: str, fig):
+        """A click on a batch (or one of its steps) selects it, as a schedule bar click
+        does: the DFG outlines its nodes and the Schedule tab lists it."""
+
+        def tapped(event) -> None:
+            batch = timeline_batch_at(fig, event.x, event.y)
+            if batch is not None:
+                self.state.selected_batch = (side, batch)
+
+        return tapped
 
 
 class CompareView(LazyView):

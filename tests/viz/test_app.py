@@ -306,3 +306,25 @@ def test_a_schedule_bar_click_outlines_its_batch_in_the_dfg(explorer):
     assert f'data-node="{hits[0].members[0]}"' in dfg.details.object
     explorer.settings.policy_a.value = "eager"  # a new run ends the selection
     assert state.selected_batch is None and state.selected_node is None
+
+
+def test_a_timeline_click_selects_the_batch_for_the_dfg_and_schedule(explorer):
+    from types import SimpleNamespace
+
+    state = explorer.state
+    explorer.open_tab("Timeline")
+    fig = explorer.timeline.figure.children[1]  # run B
+    data = fig.select_one({"name": "bars"}).data_source.data
+    row = next(i for i, kind in enumerate(data["kind"]) if kind == "kernel")
+    lanes = list(fig.y_range.factors)
+    x = (data["start_ms"][row] + data["end_ms"][row]) / 2
+    y = lanes.index(data["lane"][row]) + 0.5
+    explorer.timeline._tapped("B", fig)(SimpleNamespace(x=x, y=y))
+    batch = int(data["batch_text"][row]) - 1  # the timeline counts launches from 1
+    assert state.selected_batch == ("B", batch)
+    formed = [b for b in state.trace_b.of(BatchFormed)]
+    assert formed[batch].kernel == data["kernel"][row]  # the schedule's batch number
+    explorer.open_tab("Schedule")
+    assert f'data-batch="{batch}"' in explorer.schedule.details.object
+    explorer.timeline._tapped("B", fig)(SimpleNamespace(x=-5.0, y=y))  # empty space: no change
+    assert state.selected_batch == ("B", batch)
