@@ -157,7 +157,10 @@ class ExplorerState(param.Parameterized):
         default=None, allow_None=True, length=2, doc='("A" or "B", DFG node number)'
     )
 
-    def __init__(self, **params):
+    def __init__(self, start: bool = True, **params):
+        """``start=False`` loads the model's source but compiles nothing until ``start()``:
+        the app starts its store once the page is in the browser, so no update made on the
+        worker can land before the page's models exist (it would be lost)."""
         names = [info.name for info in models.catalog()]
         self.param.model.objects = names
         switches = list(runner.optimization_names())
@@ -184,8 +187,16 @@ class ExplorerState(param.Parameterized):
         self._last_progress = 0.0
         self._results: dict = {}
         self._estimates: dict = {}
+        self._started = start
         super().__init__(**params)
         self.load_model()
+
+    def start(self) -> None:
+        """Compile (and run, when live) the program shown, if the store was made with
+        ``start=False`` and has not started yet."""
+        if not self._started:
+            self._started = True
+            self.submit(self.compile_and_run)
 
     @property
     def info(self) -> models.ModelInfo:
@@ -306,7 +317,8 @@ class ExplorerState(param.Parameterized):
         self._spec = None
         self.viewing = ""
         self.source = models.source(self.model)
-        self.submit(self.compile_and_run)
+        if self._started:
+            self.submit(self.compile_and_run)
 
     def compile_and_run(self) -> bool:
         """``compile()``, then ``run()`` when ``auto_run`` is on. Returns success."""
@@ -359,6 +371,9 @@ class ExplorerState(param.Parameterized):
         try:
             instances = self._model_spec().instances(batch, self.seed)
             estimate = self._estimate(instances, self.policy_a)
+            if estimate > RUN_BUDGET_MS:  # a first probe in a fresh process can pay one-time
+                self._estimates = {}  # costs (imports, thread pools): probe again, keep the less
+                estimate = min(estimate, self._estimate(instances, self.policy_a))
         except AcrobatError:
             return  # run() reports it
         while estimate > RUN_BUDGET_MS and batch > MIN_DEFAULT_BATCH:
@@ -717,7 +732,7 @@ class ExplorerState(param.Parameterized):
         runs = list(bundle.runs) + [None, None]
         stages = pipeline_stages(bundle.compile)
         settings = bundle.settings
-        restored = settings is not None and settings.model in self.param.model.objects
+        restored = _usable(settings, self.param.model.objects)
         with self._working(), self._quietly():
             if restored:
                 self._restore(settings)
@@ -805,6 +820,18 @@ def _stat(trace: Trace, name: str):
     """Statistic ``name`` of the run's last ``RunSummary``, or None."""
     summaries = [e for e in trace.events if e.kind == "RunSummary"]
     return summaries[-1].stats.get(name) if summaries else None
+
+
+def _usable(settings: SessionSettings | None, models_known: list) -> bool:
+    """Whether a file's settings can set the page: a known model, a source text, and whole
+    numbers for the batch and the seed (a hand-edited or foreign file may hold anything;
+    such a file is shown read-only instead)."""
+    if settings is None or settings.model not in models_known:
+        return False
+    if not isinstance(settings.source, str) or not isinstance(settings.disabled, tuple):
+        return False
+    numbers = (settings.batch_size, settings.seed)
+    return all(isinstance(n, int) and not isinstance(n, bool) for n in numbers)
 
 
 def _finished(trace: Trace) -> bool:

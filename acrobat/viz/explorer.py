@@ -81,8 +81,15 @@ class Explorer(pn.viewable.Viewer):
     state = param.ClassSelector(class_=ExplorerState)
 
     def __init__(self, **params):
-        # the app's store works on its own thread: the server keeps answering other pages
-        params.setdefault("state", ExplorerState(auto_run=True, background=True))
+        # The app's store works on its own thread, so the server keeps answering other pages.
+        # Served, it starts once the page is in the browser (``pn.state.onload``): an update
+        # made on the worker before the page's models exist would be lost.
+        doc = pn.state.curdoc
+        served = doc is not None and doc.session_context is not None
+        if "state" not in params:
+            params["state"] = ExplorerState(auto_run=True, background=True, start=not served)
+            if served:
+                pn.state.onload(params["state"].start)
         super().__init__(**params)
         state = self.state
         self.picker = ModelPicker(state=state)

@@ -410,3 +410,51 @@ def test_compare_rows_take_their_times_from_the_timed_runs(live):
     ran = {p: s["strategy"] for p, s in live._results.items()}
     # a policy the auto chooser ran per instance says so (the status line shows it)
     assert {p for p, how in ran.items() if how != "batched"} == set(timing.strategies)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"model": "no-such-model"},
+        {"batch_size": "many"},
+        {"seed": 1.5},
+        {"source": 42},
+        {"disabled": "fusion"},
+    ],
+)
+def test_a_file_with_settings_that_cannot_apply_is_viewed_read_only(live, change):
+    import json
+
+    lines = live.trace_text().splitlines()
+    first = json.loads(lines[0])
+    assert first["event"] == "SessionSettings"
+    first.update(change)
+    text = "\n".join([json.dumps(first)] + lines[1:]) + "\n"
+    other = ExplorerState(model="birnn", size="tiny")
+    assert other.load_trace_text(text, "edited.jsonl")
+    assert other.viewing == "edited.jsonl" and other.model == "birnn"
+    assert other.trace_a.events == live.trace_a.events and other.run_error == ""
+
+
+def test_a_file_whose_source_no_longer_compiles_shows_the_error_and_its_runs(live):
+    import json
+
+    lines = live.trace_text().splitlines()
+    first = json.loads(lines[0])
+    first["source"] = BROKEN
+    text = "\n".join([json.dumps(first)] + lines[1:]) + "\n"
+    other = ExplorerState(model="birnn", size="tiny")
+    assert other.load_trace_text(text, "old.jsonl")
+    assert other.model == "treelstm" and other.source == BROKEN
+    assert "line 2" in other.error or other.error_line == 2
+    assert other.trace_a.events == live.trace_a.events  # the file's runs are still shown
+
+
+def test_a_store_made_not_started_compiles_only_when_started():
+    state = ExplorerState(model="treelstm", size="tiny", batch_size=2, auto_run=True, start=False)
+    assert state.source == models.source("treelstm") and state.compile_trace is None
+    state.model = "mvrnn"  # still nothing compiles before start()
+    assert state.source == models.source("mvrnn") and state.compile_trace is None
+    state.start()
+    assert "def @main" in state.ir_text and state.trace_a is not None
+    state.start()  # once only
