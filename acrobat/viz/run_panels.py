@@ -125,6 +125,17 @@ class RunSettings(pn.viewable.Viewer):
         )
 
 
+def _message(text: param.Parameter, kind: str, css: str) -> pn.pane.Alert:
+    """An alert showing a store's text parameter (escaped), hidden while it is empty."""
+    return pn.pane.Alert(
+        pn.bind(html.escape, text),
+        alert_type=kind,
+        visible=pn.bind(bool, text),
+        css_classes=[css],
+        sizing_mode="stretch_width",
+    )
+
+
 class StatusLine(pn.viewable.Viewer):
     """Above the tabs: what the views show, the measured times (median and IQR, and whether
     A and B differ beyond noise), progress with a Cancel button while working, and any run
@@ -172,13 +183,7 @@ class StatusLine(pn.viewable.Viewer):
             css_classes=["run-working"],
             sizing_mode="stretch_width",
         )
-        self.notice = pn.pane.Alert(
-            pn.bind(html.escape, state.param.notice),
-            alert_type="info",
-            visible=pn.bind(bool, state.param.notice),
-            css_classes=["run-notice"],
-            sizing_mode="stretch_width",
-        )
+        self.notice = _message(state.param.notice, "info", "run-notice")
         self.close_button = pn.widgets.Button(
             label="Back to the model", css_classes=["close-file"], width=160
         )
@@ -190,13 +195,7 @@ class StatusLine(pn.viewable.Viewer):
             css_classes=["viewing-file"],
             sizing_mode="stretch_width",
         )
-        self.alert = pn.pane.Alert(
-            pn.bind(html.escape, state.param.run_error),
-            alert_type="warning",
-            visible=pn.bind(bool, state.param.run_error),
-            css_classes=["run-error"],
-            sizing_mode="stretch_width",
-        )
+        self.alert = _message(state.param.run_error, "warning", "run-error")
 
     def __panel__(self):
         return pn.Column(
