@@ -5,9 +5,9 @@ and the notebook widgets in ``acrobat.viz.widgets`` watch these parameters, and 
 directly and assert on the outputs (``ir_text``, ``error``, ``compile_trace``, ``trace_a``,
 ``trace_b``, ``comparison``, ``timing``). The source is parsed, never executed.
 
-Timings follow ``acrobat.measure``: after the traced runs the views draw, the policies run
-untraced, interleaved, ``WARMUP`` dropped rounds then ``repeats`` timed ones; every time shown
-(status line, compare table, charts) is a median with its spread from that one measurement
+Timings follow ``acrobat.measure``: after the traced runs the views draw, the policies run as a
+plain ``acrobat.run`` call runs them (no node records), interleaved, ``WARMUP`` dropped rounds
+then ``repeats`` timed ones; every time shown (status line, compare table, charts) is a median with its spread from that one measurement
 (:class:`RunTiming`). With ``background=True`` (the app) the work runs on one worker thread
 per store, so the server keeps answering: ``busy``, ``progress`` and ``progress_text`` say what
 it is doing, :meth:`ExplorerState.cancel` stops it between runs, and a new request supersedes
@@ -453,7 +453,7 @@ class ExplorerState(param.Parameterized):
                     timing.spreads[policy],
                     timing.others_busy,
                 )
-                # times from the timed (untraced) runs, like the latency; counts from the trace
+                # times from the timed runs, like the latency; counts from the traced one
                 self._record(
                     dataclasses.replace(
                         row, host_ms=timing.host_ms[policy], exe_ms=timing.exe_ms[policy]

@@ -93,11 +93,11 @@ class Compiled:
 
 @dataclass(frozen=True)
 class Ran:
-    """One run's trace (with NodeRecorded events) and its wall time."""
+    """One traced run (with NodeRecorded events), for the views; its times come from
+    :func:`time_runs`, never from this one run."""
 
     policy: str
     trace: Trace
-    ms: float
 
 
 def compile_module(module, params: dict, disabled: tuple[str, ...] = ()) -> Compiled:
@@ -110,16 +110,16 @@ def compile_module(module, params: dict, disabled: tuple[str, ...] = ()) -> Comp
 
 def run_program(compiled: Compiled, instances: list, policy: str, backend: str) -> Ran:
     """Run ``instances`` under ``policy`` with node-level tracing (raises ``AcrobatError``)."""
-    started = time.perf_counter()
     result = acrobat.run(
         compiled.program, instances, policy=policy, backend=backend, trace_level="nodes"
     )
-    return Ran(policy, result.trace, (time.perf_counter() - started) * 1000)
+    return Ran(policy, result.trace)
 
 
 def run_stats(compiled: Compiled, instances: list, policy: str, backend: str) -> Callable:
-    """A callable running ``instances`` once, untraced, returning the run's ``stats``: what
-    :func:`time_runs` times (the traced runs the views draw are slower than untraced ones)."""
+    """A callable running ``instances`` once as a plain ``acrobat.run`` call does (its default
+    trace level: batches, no node records), returning the run's ``stats``: what
+    :func:`time_runs` times (the node-level runs the views draw are slower)."""
 
     def once() -> dict:
         return acrobat.run(compiled.program, instances, policy=policy, backend=backend).stats
@@ -140,7 +140,7 @@ def time_runs(
 
 
 def probe_ms(compiled: Compiled, instances: list, policy: str, backend: str) -> float:
-    """Estimate one untraced run of all ``instances`` (CPU ms) before making it: run one
+    """Estimate one plain run (``run_stats``) of all ``instances`` (CPU ms) before it: run one
     instance (untimed: it compiles the kernels), then time ``PROBE_SMALL`` and
     ``PROBE_LARGE`` instances and extend the line through them (a fixed cost plus a cost per
     instance). On the built-in models at small size this lands within about 2x of a real run
