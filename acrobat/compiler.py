@@ -331,9 +331,11 @@ def explain(
         ),
         "leveling: "
         + (
-            "on (the acrobat policy moves ready nodes to an earlier bucket of their kernel)"
+            "on (the acrobat policy list-schedules each pass critical path first, merging "
+            "equal work the depth keys put at different depths; never more launches than "
+            "the key buckets)"
             if prog.options.leveling
-            else "off"
+            else "off (one launch per depth key and kernel)"
         ),
     ]
     for k in prog.kernels.values():

@@ -34,6 +34,8 @@ from acrobat.runtime.dfg import DFG
 from acrobat.runtime.direct import DirectRunner
 from acrobat.runtime.executor import Executor
 from acrobat.runtime.fibers import HOST_FAILURES, Fiber, host_failure, run_fibers
+from acrobat.runtime.leveling import jit_ms as leveling_jit_ms
+from acrobat.runtime.leveling import warm as warm_leveling
 from acrobat.runtime.schedule import Schedule, get_policy, lower_bound, schedule
 from acrobat.runtime.strategy import StrategyChooser
 from acrobat.runtime.threads import ThreadPlan
@@ -120,6 +122,10 @@ class RunStats(Mapping):
             not a host-BLAS backend).
         threads: why that many (the policy of :mod:`acrobat.runtime.threads`:
             ``"auto: N of M (others busy ...)"`` or ``"forced N (threads=N)"``).
+        jit_ms: what this process spent compiling, or loading from numba's disk cache,
+            the leveling scheduler (:mod:`acrobat.runtime.leveling`): paid once, when the
+            first program that levels is prepared, and never inside a run's ``total_ms``
+            (0 when nothing levels).
     """
 
     gen_ms: float = 0.0
@@ -145,6 +151,7 @@ class RunStats(Mapping):
     blas: str = ""
     blas_threads: int = 0
     threads: str = ""
+    jit_ms: float = 0.0
 
     def __getitem__(self, key: str) -> Any:
         if key not in _STAT_NAMES:
@@ -252,6 +259,8 @@ class Runtime:
         self.params = prog.params
         self.inline_depth = prog.options.inline_depth
         self.leveling = prog.options.leveling
+        if self.leveling and self.inline_depth:
+            warm_leveling()  # compile (or load) the scheduler now, not inside a run
         self.backend = get_backend(backend_name)
         self.host = prog.host_program
         self.kernel_map = prog.kernel_map  # where each kernel comes from, for traced runs
@@ -493,6 +502,7 @@ class Runtime:
         stats.host_us_per_launch = host_ms * 1e3 / stats.launches if stats.launches else 0.0
         stats.peak_arena_bytes = self.pool.peak_bytes
         stats.instances = n_instances
+        stats.jit_ms = leveling_jit_ms()
         # the lower bound waits until someone reads it (see RunStats), unless traced
         stats._bound, stats._dfgs = None, tuple(dfg for dfg, _ in st.passes)
         if st.traced:

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from acrobat.codegen.records import ARGS, KEY, OUT, STRIDE
+from acrobat.codegen.records import KEY, STRIDE
 from acrobat.registry import Registry
 from acrobat.runtime.dfg import DFG
+from acrobat.runtime.leveling import level_schedule
 
 
 @dataclass(frozen=True)
@@ -150,67 +151,19 @@ def _buckets(keys: np.ndarray) -> list[tuple[int, np.ndarray]]:
 
 
 def acrobat_schedule(dfg: DFG, level: bool = True) -> list[Batch]:
-    """Buckets by inline depth key (phase-major), kernel by kernel; with ``level``, nodes
-    whose inputs are ready earlier join an earlier bucket of their kernel in the same
-    phase (:func:`_level`)."""
+    """Buckets by inline depth key (phase-major), kernel by kernel; with ``level``, the
+    pass is list-scheduled critical path first within each phase where that launches fewer
+    batches (:mod:`acrobat.runtime.leveling`)."""
+    if level:
+        leveled = level_schedule(dfg)
+        if leveled is not None:
+            return [Batch(k, nodes, lv) for k, nodes, lv in leveled]
     groups = []
     for k, r in enumerate(dfg.records):
         if len(r):
             groups.extend((key, k, nodes) for key, nodes in _buckets(r[:, KEY]))
     groups.sort(key=lambda g: (g[0], g[1]))
-    if level and len(groups) > 1:
-        groups = _level(dfg, groups)
     return [Batch(k, nodes, key) for key, k, nodes in groups]
-
-
-def _level(dfg: DFG, groups: list[tuple[int, int, np.ndarray]]):
-    """Merge buckets of one kernel across keys where the dependencies allow.
-
-    One sweep over the buckets in key order, keeping the level every value was placed
-    at (values made before this DFG are ready). A bucket's nodes whose producers are all
-    placed below the last level opened for their kernel in the same phase join that
-    level; the others stay at their own key, which opens a new one. Every node stays
-    after its producers: its level is above theirs. Cost: a few vectorized steps per
-    bucket (no traversal of nodes)."""
-    tops = [
-        int(r[:, OUT].max()) + ki.n_outputs for ki, r in zip(dfg.kernels, dfg.records) if len(r)
-    ]
-    placed = np.full(max(tops) + 1, -1, np.int64)
-    args = [[ARGS + a for a, b in enumerate(ki.arg_batched) if b] for ki in dfg.kernels]
-    last: dict[int, tuple[int, list[np.ndarray]]] = {}
-    out: list[tuple[int, int, list[np.ndarray]]] = []
-    for key, k, nodes in groups:
-        r = dfg.records[k]
-        n_out = dfg.kernels[k].n_outputs
-        outs = r[nodes, OUT]
-        open_ = last.get(k)
-        if open_ is not None and open_[0] >= key - key % STRIDE:
-            ready = np.full(len(nodes), -1, np.int64)
-            for c in args[k]:
-                ids = r[nodes, c]
-                inside = (ids >= 0) & (ids < len(placed))
-                if inside.all():
-                    np.maximum(ready, placed[ids], out=ready)
-                elif inside.any():
-                    ready[inside] = np.maximum(ready[inside], placed[ids[inside]])
-            early = ready < open_[0]
-            if early.any():
-                lv = open_[0]
-                open_[1].append(nodes[early])
-                for j in range(n_out):
-                    placed[outs[early] + j] = lv
-                if early.all():
-                    continue
-                nodes, outs = nodes[~early], outs[~early]
-        parts = [nodes]
-        for j in range(n_out):
-            placed[outs + j] = key
-        last[k] = (key, parts)
-        out.append((key, k, parts))
-    return [
-        (key, k, parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts)))
-        for key, k, parts in out
-    ]
 
 
 def _predecessors(n: int, src: np.ndarray, dst: np.ndarray):

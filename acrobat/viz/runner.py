@@ -61,7 +61,7 @@ def backend_note(backend: str) -> str:
 def optimization_names() -> tuple[str, ...]:
     """The switchable optimizations, by ``acrobat.CompileOptions`` field name: the switches on
     by default (the explorer compiles ``CompileOptions().without(*unchecked)``, which can switch
-    these off; the opt-in ``leveling`` it cannot switch on, so it is not offered)."""
+    these off; an opt-in option it could not switch on, so none would be offered)."""
     return tuple(s.name for s in acrobat.CompileOptions.switches() if s.default)
 
 

@@ -46,14 +46,18 @@ def test_childsum_sums_start_together():
     off = acrobat.compile(spec.module, spec.params, CompileOptions(independence=False))
     assert off.independent == {}
     xs = spec.instances(8)
-    on_l = acrobat.run(prog, xs, strategy="batched").stats["launches"]
+    keys = CompileOptions().without("leveling")
+    on = acrobat.compile(spec.module, spec.params, keys)
+    off = acrobat.compile(spec.module, spec.params, keys.without("independence"))
+    on_l = acrobat.run(on, xs, strategy="batched").stats["launches"]
     off_l = acrobat.run(off, xs, strategy="batched").stats["launches"]
     assert on_l < off_l
-    # with run-time leveling (opt-in) acrobat needs no more launches than dynet-depth here
-    leveled = acrobat.compile(spec.module, spec.params, CompileOptions().with_("leveling"))
-    lev_l = acrobat.run(leveled, xs, strategy="batched").stats["launches"]
+    # with run-time leveling (the default) acrobat needs fewer launches than both DyNet
+    # policies here
+    lev_l = acrobat.run(prog, xs, strategy="batched").stats["launches"]
     assert lev_l < on_l
-    assert lev_l <= acrobat.run(prog, xs, policy="dynet-depth").stats["launches"]
+    for policy in ("dynet-depth", "dynet-agenda"):
+        assert lev_l <= acrobat.run(prog, xs, policy=policy).stats["launches"]
 
 
 def test_barriers_keep_program_order():

@@ -93,6 +93,10 @@ def test_a_kernel_only_read_waits_for_the_last_level():
     off = acrobat.compile(spec.module, spec.params, CompileOptions(independence=False))
     assert str(LATE) not in off.host_program.source
     xs = spec.instances(8)
+    # the key buckets (leveling off, which would also merge those decisions at run time)
+    keys = CompileOptions().without("leveling")
+    prog = acrobat.compile(spec.module, spec.params, keys)
+    off = acrobat.compile(spec.module, spec.params, keys.without("independence"))
     launches = {
         p: acrobat.run(prog, xs, policy=p, strategy="batched").stats.launches
         for p in ("acrobat", "dynet-depth")

@@ -18,7 +18,7 @@ def test_one_switch_per_boolean_field_with_its_default():
     assert [s.name for s in SWITCHES] == [f.name for f in booleans]
     assert all(s.default is f.default for s, f in zip(SWITCHES, booleans))
     assert tuple(s.name for s in SWITCHES) == OPTIMIZATIONS + OPT_IN
-    assert OPT_IN == ("leveling",)
+    assert OPT_IN == ()  # leveling was opt-in until it cost next to nothing
     assert CompileOptions.switches() is SWITCHES
 
 

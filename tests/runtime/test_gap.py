@@ -7,8 +7,9 @@ from acrobat import models
 
 
 def test_childsum_gap_names_the_sum_kernels_and_their_lines():
+    # the paper's schedule (one launch per depth key and kernel): leveling off
     spec = models.load("treelstm_childsum", "tiny")
-    prog = acrobat.compile(spec.module, spec.params)
+    prog = acrobat.compile(spec.module, spec.params, acrobat.CompileOptions().without("leveling"))
     xs = spec.instances(8)
     rep = acrobat.gap_report(prog, xs, source=spec.source)
     # the totals are what real runs of each policy launch (the DFGs do not depend on it)
@@ -26,6 +27,13 @@ def test_childsum_gap_names_the_sum_kernels_and_their_lines():
     text = str(rep)
     assert "sum_h_k1" in text and "treelstm_childsum.py:21: return h + sum_h(rest)" in text
     assert "behind dynet-agenda" in text
+
+
+def test_leveling_closes_the_childsum_gap():
+    spec = models.load("treelstm_childsum", "tiny")
+    rep = acrobat.gap_report(acrobat.compile(spec.module, spec.params), spec.instances(8))
+    assert rep.behind == 0 and rep.gaps == ()
+    assert rep.launches["acrobat"] < min(rep.launches["dynet-depth"], rep.launches["dynet-agenda"])
 
 
 def test_no_gap_where_acrobat_is_best():

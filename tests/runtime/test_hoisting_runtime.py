@@ -100,7 +100,7 @@ def test_childsum_hoisted_kernels_run_first_and_once():
 
 def test_childsum_without_hoisting_spreads_those_kernels():
     # independence off too: with independence every node's embedding starts at its
-    # cell's entry depth (the children's cells start there as well); leveling (opt-in)
+    # cell's entry depth (the children's cells start there as well); leveling
     # would merge buckets of input-only kernels at run time (next test)
     xs, refs = batch("treelstm_childsum", 8, 0)
     hoisted = static_depth_kernels(program("treelstm_childsum"))

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import acrobat
 from acrobat.codegen.records import ARGS, STRIDE
+from acrobat.runtime import leveling
 from acrobat.runtime.dfg import DFG, KernelInfo
 from acrobat.runtime.schedule import Schedule, lower_bound, schedule
 from acrobat.trace import NodeRecorded, ScheduleFormed
@@ -252,8 +253,9 @@ def test_generated_lower_bound(dfg):
 @settings(max_examples=150, deadline=None)
 @given(dfg=dfgs(exact_depth=True))
 def test_exact_inline_depths_batch_like_dynet_depth(dfg):
-    """When inline depths equal traversal depths, ``acrobat`` forms DyNet's depth batches."""
-    ours = schedule(dfg, "acrobat")
+    """When inline depths equal traversal depths, ``acrobat``'s key buckets (leveling off)
+    are DyNet's depth batches."""
+    ours = schedule(dfg, "acrobat", leveling=False)
     theirs = schedule(dfg, "dynet-depth")
     assert len(ours.batches) == len(theirs.batches)
     assert sorted(len(b.nodes) for b in ours.batches) == sorted(
@@ -297,3 +299,36 @@ def test_checker_rejects_broken_schedules():
     for batches in broken:
         with pytest.raises(AssertionError):
             check_schedule(dfg, Schedule(good.policy, batches))
+
+
+@settings(max_examples=150, deadline=None)
+@given(dfg=dfgs())
+def test_leveling_never_launches_more_than_the_key_buckets(dfg):
+    leveled = schedule(dfg, "acrobat")
+    keys = schedule(dfg, "acrobat", leveling=False)
+    check_schedule(dfg, keys)
+    assert len(leveled.batches) <= len(keys.batches)
+
+
+@settings(max_examples=100, deadline=None)
+@given(dfg=dfgs(exact_depth=True))
+def test_leveling_never_launches_more_than_dynet_depth_on_exact_depths(dfg):
+    """With exact depths the key buckets are DyNet's depth batches, so leveling (never
+    more than the buckets) is at most as many launches as dynet-depth."""
+    leveled = schedule(dfg, "acrobat")
+    assert len(leveled.batches) <= len(schedule(dfg, "dynet-depth").batches)
+
+
+@settings(max_examples=100, deadline=None)
+@given(dfg=dfgs())
+def test_compiled_and_python_leveling_agree(dfg):
+    """The numba-compiled scheduler and the same function run as Python give the same
+    schedule (the Python one is what runs where numba is missing)."""
+    args = leveling.inputs(dfg)
+    if args is None:
+        return
+    fast = leveling._schedule_fn()(*args)
+    slow = leveling._list_schedule(*args)
+    for a, b in zip(fast[:4], slow[:4]):
+        assert np.array_equal(a, b)
+    assert fast[4] == slow[4]

@@ -36,6 +36,7 @@ FIELDS = (
     "blas",
     "blas_threads",
     "threads",
+    "jit_ms",
 )
 
 
@@ -92,3 +93,12 @@ def test_lower_bound_is_computed_when_read(model):
     assert lazy["lower_bound"] == bound and lazy.lower_bound == bound
     assert dict(lazy)["lower_bound"] == bound
     assert not lazy._dfgs  # the DFGs are let go once the bound is known
+
+
+def test_jit_cost_of_the_leveling_scheduler_is_shown_and_outside_the_run():
+    xs, _ = batch("treelstm", 3, 0)
+    res = acrobat.run(program("treelstm"), xs, strategy="batched")
+    # paid when the program was prepared (compiling, or loading numba's disk cache)
+    assert res.stats.jit_ms > 0
+    again = acrobat.run(program("treelstm"), xs, strategy="batched")
+    assert again.stats.jit_ms == res.stats.jit_ms  # once per process

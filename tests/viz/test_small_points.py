@@ -46,8 +46,8 @@ def test_optimizations_show_human_labels_with_what_they_do(explorer):
     assert switches.boxes["coarsening"].value is False
 
 
-def test_opt_in_leveling_is_not_offered_as_a_switch_the_explorer_cannot_turn_on():
-    assert "leveling" not in runner.optimization_names()
+def test_every_default_switch_is_offered_leveling_included():
+    assert "leveling" in runner.optimization_names()
     assert set(runner.optimization_names()) == {
         s.name for s in CompileOptions.switches() if s.default
     }

@@ -1,0 +1,296 @@
+"""Critical-path leveling: how the ``acrobat`` policy merges work across depths.
+
+The host program gives every node a depth key (``phase * STRIDE + depth``) as it records
+it, and the paper's schedule launches one batch per (key, kernel). Where instances reach
+the same kind of work at different depths (child lists of different lengths, instances
+that finish early, rounds of reads that end at different levels), equal work sits under
+different keys and launches more than once.
+
+Leveling schedules a pass's nodes again, phase by phase, with a list scheduler over the
+pass's dependencies: among the kernels that have ready nodes, launch the one whose ready
+nodes head the longest chain still to run in the phase (the critical path first), all of
+its ready nodes at once. Work off the critical path waits, and joins the next launch of its
+kernel instead of making its own. On the built-in models it never launches more than
+DyNet's depth or agenda policies, and often much less (docs/paper.md, "Leveling"). If it
+ever came out with more batches than the key buckets, the key buckets are kept: leveling
+never adds a launch.
+
+Cost: one pass over the nodes and edges in compiled code (numba, compiled once and cached
+on disk; without numba the same function runs as Python, correct but slow).
+:func:`jit_ms` is the time compiling or loading it took in this process.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from acrobat.codegen.records import ARGS, KEY, OUT, STRIDE
+
+
+def _list_schedule(flat, seg, widths, nouts, argstart, argcount, argcols):
+    """The schedule of one pass, in compiled code (see the module docstring).
+
+    ``flat`` is every kernel's record rows one after the other (int64), ``seg[i] = (kernel,
+    first element in flat, rows)`` per kernel with rows; ``widths``, ``nouts``, ``argstart``
+    / ``argcount`` / ``argcols`` (batched argument columns) are per kernel id.
+
+    Returns ``(local, bounds, kernel, level, buckets)``: batch ``b`` runs kernel
+    ``kernel[b]`` on local rows ``local[bounds[b]:bounds[b + 1]]`` (ascending), formed at
+    ``level[b]`` (the smallest key among its nodes); ``buckets`` is how many batches the key
+    buckets (one per distinct (key, kernel)) would launch."""
+    m = seg.shape[0]
+    n = 0
+    for i in range(m):
+        n += seg[i, 2]
+    kg = np.empty(n, np.int64)  # kernel of each node (nodes in segment order)
+    lg = np.empty(n, np.int64)  # local row
+    base = np.empty(n, np.int64)  # where its row starts in flat
+    key = np.empty(n, np.int64)
+    out = np.empty(n, np.int64)
+    g = 0
+    lo = np.int64(1) << 62
+    hi = np.int64(-1)
+    for i in range(m):
+        k = seg[i, 0]
+        w = widths[k]
+        for r in range(seg[i, 2]):
+            b = seg[i, 1] + r * w
+            kg[g] = k
+            lg[g] = r
+            base[g] = b
+            key[g] = flat[b + KEY]
+            o = flat[b + OUT]
+            out[g] = o
+            if o < lo:
+                lo = o
+            if o + nouts[k] - 1 > hi:
+                hi = o + nouts[k] - 1
+            g += 1
+    # the producer of every value this pass makes
+    producer = np.full(hi - lo + 1, -1, np.int64)
+    for g in range(n):
+        for j in range(nouts[kg[g]]):
+            producer[out[g] + j - lo] = g
+    # edges producer -> consumer, as a CSR of consumers (one entry per argument use)
+    deg = np.zeros(n + 1, np.int64)
+    waiting = np.zeros(n, np.int64)
+    n_edges = 0
+    for g in range(n):
+        k = kg[g]
+        for a in range(argcount[k]):
+            v = flat[base[g] + argcols[argstart[k] + a]]
+            if lo <= v <= hi:
+                p = producer[v - lo]
+                if p >= 0:
+                    deg[p + 1] += 1
+                    waiting[g] += 1
+                    n_edges += 1
+    for g in range(n):
+        deg[g + 1] += deg[g]
+    cons = np.empty(n_edges, np.int64)
+    fill = deg[:n].copy()
+    for g in range(n):
+        k = kg[g]
+        for a in range(argcount[k]):
+            v = flat[base[g] + argcols[argstart[k] + a]]
+            if lo <= v <= hi:
+                p = producer[v - lo]
+                if p >= 0:
+                    cons[fill[p]] = g
+                    fill[p] += 1
+    phase = np.empty(n, np.int64)
+    one_phase = True
+    for g in range(n):
+        phase[g] = key[g] // STRIDE
+        if phase[g] != phase[0]:
+            one_phase = False
+    # heights: the longest chain of same-phase consumers below each node; value ids grow in
+    # recording order, so walking the ids down visits consumers before their producers
+    height = np.zeros(n, np.int64)
+    for v in range(hi, lo - 1, -1):
+        g = producer[v - lo]
+        if g < 0 or out[g] != v:
+            continue
+        best = 0
+        for e in range(deg[g], deg[g + 1]):
+            c = cons[e]
+            if phase[c] == phase[g] and height[c] + 1 > best:
+                best = height[c] + 1
+        height[g] = best
+    # the phases in order, and the nodes of each
+    by_phase = np.arange(n) if one_phase else np.argsort(phase, kind="mergesort")
+    n_k = widths.shape[0]
+    head = np.full(n_k, -1, np.int64)  # per kernel: a linked list of its ready nodes
+    cnt = np.zeros(n_k, np.int64)
+    hmax = np.full(n_k, -1, np.int64)
+    nxt = np.full(n, -1, np.int64)
+    local = np.empty(n, np.int64)
+    bounds = np.zeros(n + 1, np.int64)
+    bkernel = np.empty(n, np.int64)
+    blevel = np.empty(n, np.int64)
+    nb = 0
+    pos = 0
+    s = 0
+    while s < n:
+        ph = phase[by_phase[s]]
+        e_ = s
+        while e_ < n and phase[by_phase[e_]] == ph:
+            e_ += 1
+        left = e_ - s
+        for t in range(s, e_):
+            g = by_phase[t]
+            if waiting[g] == 0:
+                k = kg[g]
+                nxt[g] = head[k]
+                head[k] = g
+                cnt[k] += 1
+                if height[g] > hmax[k]:
+                    hmax[k] = height[g]
+        while left > 0:
+            pick = -1
+            for k in range(n_k):
+                if cnt[k] > 0 and (pick < 0 or hmax[k] > hmax[pick]):
+                    pick = k
+            # detach the kernel's ready list: what its nodes make ready (even of the same
+            # kernel) goes on a new list, for a later launch
+            g = head[pick]
+            head[pick] = -1
+            cnt[pick] = 0
+            hmax[pick] = -1
+            start = pos
+            lev = key[g]
+            while g >= 0:
+                local[pos] = lg[g]
+                pos += 1
+                if key[g] < lev:
+                    lev = key[g]
+                nx = nxt[g]
+                for e in range(deg[g], deg[g + 1]):
+                    c = cons[e]
+                    waiting[c] -= 1
+                    if waiting[c] == 0 and phase[c] == ph:
+                        kc = kg[c]
+                        nxt[c] = head[kc]
+                        head[kc] = c
+                        cnt[kc] += 1
+                        if height[c] > hmax[kc]:
+                            hmax[kc] = height[c]
+                g = nx
+            left -= pos - start
+            local[start:pos].sort()
+            bkernel[nb] = pick
+            blevel[nb] = lev
+            nb += 1
+            bounds[nb] = pos
+        s = e_
+    buckets = 0
+    for i in range(m):
+        ks = np.empty(seg[i, 2], np.int64)
+        w = widths[seg[i, 0]]
+        for r in range(seg[i, 2]):
+            ks[r] = flat[seg[i, 1] + r * w + KEY]
+        ks.sort()
+        for r in range(seg[i, 2]):
+            if r == 0 or ks[r] != ks[r - 1]:
+                buckets += 1
+    return local, bounds[: nb + 1], bkernel[:nb], blevel[:nb], buckets
+
+
+_COMPILED = None
+_JIT_MS = 0.0
+
+
+def _schedule_fn():
+    """The compiled :func:`_list_schedule` (numba, cached on disk), made on first use; the
+    Python function itself where numba is not installed."""
+    global _COMPILED, _JIT_MS
+    if _COMPILED is None:
+        t = time.perf_counter()
+        try:
+            import numba
+        except ImportError:  # correct without it, only slower
+            _COMPILED = _list_schedule
+        else:
+            fn = numba.njit(cache=True, nogil=True)(_list_schedule)
+            _warm(fn)  # compile now (or load the cache), not in the middle of a run
+            _COMPILED = fn
+        _JIT_MS += (time.perf_counter() - t) * 1e3
+    return _COMPILED
+
+
+def warm() -> None:
+    """Compile (or load from the disk cache) the scheduler now."""
+    _schedule_fn()
+
+
+def jit_ms() -> float:
+    """Milliseconds this process spent compiling (or loading from the disk cache) the
+    leveling scheduler: paid once, by the first run that levels."""
+    return _JIT_MS
+
+
+def _warm(fn) -> None:
+    ints = np.zeros(1, np.int64)
+    row = np.zeros(ARGS, np.int64)
+    seg = np.array([[0, 0, 1]], np.int64)
+    fn(row, seg, ints + ARGS, ints + 1, ints, ints, ints)
+
+
+class _Tables:
+    """Per kernel list (a Runtime's ``KernelInfo`` list): the arrays the scheduler reads."""
+
+    __slots__ = ("kernels", "widths", "nouts", "argstart", "argcount", "argcols")
+
+    def __init__(self, kernels):
+        self.kernels = kernels
+        cols = [[ARGS + a for a, b in enumerate(ki.arg_batched) if b] for ki in kernels]
+        self.widths = np.array([ARGS + len(ki.arg_batched) for ki in kernels], np.int64)
+        self.nouts = np.array([ki.n_outputs for ki in kernels], np.int64)
+        self.argcount = np.array([len(c) for c in cols], np.int64)
+        self.argstart = np.concatenate(([0], np.cumsum(self.argcount)[:-1])).astype(np.int64)
+        self.argcols = np.array([c for cs in cols for c in cs] or [0], np.int64)
+
+
+_TABLES: dict[int, _Tables] = {}
+
+
+def _tables(kernels) -> _Tables:
+    t = _TABLES.get(id(kernels))
+    if t is None or t.kernels is not kernels:
+        if len(_TABLES) > 64:
+            _TABLES.clear()
+        t = _TABLES[id(kernels)] = _Tables(kernels)
+    return t
+
+
+def inputs(dfg):
+    """The arguments of :func:`_list_schedule` for ``dfg`` (None when it has no nodes)."""
+    present = [(k, r) for k, r in enumerate(dfg.records) if len(r)]
+    if not present:
+        return None
+    t = _tables(dfg.kernels)
+    seg = np.empty((len(present), 3), np.int64)
+    off = 0
+    for i, (k, r) in enumerate(present):
+        seg[i, 0], seg[i, 1], seg[i, 2] = k, off, len(r)
+        off += r.size
+    flat = np.concatenate([r.ravel() for _, r in present])
+    return flat, seg, t.widths, t.nouts, t.argstart, t.argcount, t.argcols
+
+
+def level_schedule(dfg):
+    """The leveled schedule of ``dfg`` as ``[(kernel, local rows, level)]`` in launch order,
+    or None when the key buckets launch no more batches (then they are the schedule)."""
+    args = inputs(dfg)
+    if args is None:
+        return None
+    local, bounds, kernel, level, buckets = _schedule_fn()(*args)
+    if len(kernel) >= buckets:
+        return None
+    b = bounds.tolist()
+    return [
+        (k, local[b[i] : b[i + 1]], lv)
+        for i, (k, lv) in enumerate(zip(kernel.tolist(), level.tolist()))
+    ]
