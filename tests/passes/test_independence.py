@@ -106,11 +106,17 @@ def test_a_call_inside_a_parallel_arm_belongs_to_that_arm():
     [
         CompileOptions(),
         CompileOptions().without("independence"),
-        CompileOptions().with_("leveling"),
-        CompileOptions().without("independence").with_("leveling"),
+        CompileOptions().without("leveling"),
+        CompileOptions().without("independence", "leveling"),
         CompileOptions().without("ghost_ops"),
     ],
-    ids=["default", "no-independence", "leveling", "leveling-no-independence", "no-ghost_ops"],
+    ids=[
+        "default",
+        "no-independence",
+        "no-leveling",
+        "no-leveling-no-independence",
+        "no-ghost_ops",
+    ],
 )
 def test_same_values_with_and_without(name, options):
     spec = models.load(name, "tiny")
