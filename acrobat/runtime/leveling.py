@@ -11,7 +11,7 @@ pass's dependencies: among the kernels that have ready nodes, launch the one who
 nodes head the longest chain still to run in the phase (the critical path first), all of
 its ready nodes at once. Work off the critical path waits, and joins the next launch of its
 kernel instead of making its own. On the built-in models it never launches more than
-DyNet's depth or agenda policies, and often much less (docs/paper.md, "Leveling"). If it
+DyNet's depth or agenda policies, and often much less (docs/paper.md §4). If it
 ever came out with more batches than the key buckets, the key buckets are kept: leveling
 never adds a launch.
 
