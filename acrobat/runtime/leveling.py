@@ -33,17 +33,20 @@ def _list_schedule(flat, seg, widths, nouts, argstart, argcount, argcols):
     """The schedule of one pass, in compiled code (see the module docstring).
 
     ``flat`` is every kernel's record rows one after the other (int64), ``seg[i] = (kernel,
-    first element in flat, rows)`` per kernel with rows; ``widths``, ``nouts``, ``argstart``
-    / ``argcount`` / ``argcols`` (batched argument columns) are per kernel id.
+    rows)`` per kernel with rows, in kernel order; ``widths``, ``nouts``, ``argstart`` /
+    ``argcount`` / ``argcols`` (batched argument columns) are per kernel id.
 
-    Returns ``(local, bounds, kernel, level, buckets)``: batch ``b`` runs kernel
+    Returns ``(local, bounds, kernel, level, leveled)``: batch ``b`` runs kernel
     ``kernel[b]`` on local rows ``local[bounds[b]:bounds[b + 1]]`` (ascending), formed at
-    ``level[b]`` (the smallest key among its nodes); ``buckets`` is how many batches the key
-    buckets (one per distinct (key, kernel)) would launch."""
+    ``level[b]``. ``leveled`` is True for the list schedule (a batch's level is the smallest
+    key among its nodes), False when the key buckets (one batch per distinct (key, kernel),
+    keys ascending, then kernels) launch no more batches and are returned instead."""
     m = seg.shape[0]
     n = 0
+    starts = np.empty(m, np.int64)
     for i in range(m):
-        n += seg[i, 2]
+        starts[i] = 0 if i == 0 else starts[i - 1] + seg[i - 1, 1] * widths[seg[i - 1, 0]]
+        n += seg[i, 1]
     kg = np.empty(n, np.int64)  # kernel of each node (nodes in segment order)
     lg = np.empty(n, np.int64)  # local row
     base = np.empty(n, np.int64)  # where its row starts in flat
@@ -55,8 +58,8 @@ def _list_schedule(flat, seg, widths, nouts, argstart, argcount, argcols):
     for i in range(m):
         k = seg[i, 0]
         w = widths[k]
-        for r in range(seg[i, 2]):
-            b = seg[i, 1] + r * w
+        for r in range(seg[i, 1]):
+            b = starts[i] + r * w
             kg[g] = k
             lg[g] = r
             base[g] = b
@@ -185,17 +188,34 @@ def _list_schedule(flat, seg, widths, nouts, argstart, argcount, argcols):
             nb += 1
             bounds[nb] = pos
         s = e_
+    # the key buckets, and how many there are: a counting sort by (key rank, kernel), stable
+    # (so local rows stay ascending in each bucket)
+    uk = np.unique(key)
+    cell = np.empty(n, np.int64)
+    count = np.zeros(uk.shape[0] * n_k + 1, np.int64)
+    for g in range(n):
+        c = np.searchsorted(uk, key[g]) * n_k + kg[g]
+        cell[g] = c
+        count[c + 1] += 1
     buckets = 0
-    for i in range(m):
-        ks = np.empty(seg[i, 2], np.int64)
-        w = widths[seg[i, 0]]
-        for r in range(seg[i, 2]):
-            ks[r] = flat[seg[i, 1] + r * w + KEY]
-        ks.sort()
-        for r in range(seg[i, 2]):
-            if r == 0 or ks[r] != ks[r - 1]:
-                buckets += 1
-    return local, bounds[: nb + 1], bkernel[:nb], blevel[:nb], buckets
+    for c in range(1, count.shape[0]):
+        if count[c] > 0:
+            buckets += 1
+    if nb < buckets:
+        return local, bounds[: nb + 1], bkernel[:nb], blevel[:nb], True
+    nb = 0
+    for c in range(uk.shape[0] * n_k):
+        if count[c + 1] > 0:
+            bounds[nb] = count[c]
+            bkernel[nb] = c % n_k
+            blevel[nb] = uk[c // n_k]
+            nb += 1
+        count[c + 1] += count[c]
+    bounds[nb] = n
+    for g in range(n):
+        local[count[cell[g]]] = lg[g]
+        count[cell[g]] += 1
+    return local, bounds[: nb + 1], bkernel[:nb], blevel[:nb], False
 
 
 _COMPILED = None
@@ -234,7 +254,7 @@ def jit_ms() -> float:
 def _warm(fn) -> None:
     ints = np.zeros(1, np.int64)
     row = np.zeros(ARGS, np.int64)
-    seg = np.array([[0, 0, 1]], np.int64)
+    seg = np.array([[0, 1]], np.int64)
     fn(row, seg, ints + ARGS, ints + 1, ints, ints, ints)
 
 
@@ -267,28 +287,27 @@ def _tables(kernels) -> _Tables:
 
 def inputs(dfg):
     """The arguments of :func:`_list_schedule` for ``dfg`` (None when it has no nodes)."""
-    present = [(k, r) for k, r in enumerate(dfg.records) if len(r)]
+    records = dfg.records
+    present = [k for k, r in enumerate(records) if len(r)]
     if not present:
         return None
     t = _tables(dfg.kernels)
-    seg = np.empty((len(present), 3), np.int64)
-    off = 0
-    for i, (k, r) in enumerate(present):
-        seg[i, 0], seg[i, 1], seg[i, 2] = k, off, len(r)
-        off += r.size
-    flat = np.concatenate([r.ravel() for _, r in present])
+    seg = np.array([(k, len(records[k])) for k in present], np.int64)
+    if len(present) == 1:
+        flat = records[present[0]].ravel()
+    else:
+        flat = np.concatenate([records[k].ravel() for k in present])
     return flat, seg, t.widths, t.nouts, t.argstart, t.argcount, t.argcols
 
 
 def level_schedule(dfg):
-    """The leveled schedule of ``dfg`` as ``[(kernel, local rows, level)]`` in launch order,
-    or None when the key buckets launch no more batches (then they are the schedule)."""
+    """The schedule of ``dfg`` as ``[(kernel, local rows, level)]`` in launch order: the
+    leveled one, or the key buckets where those launch no more batches (see
+    :func:`_list_schedule`); ``[]`` for an empty DFG."""
     args = inputs(dfg)
     if args is None:
-        return None
-    local, bounds, kernel, level, buckets = _schedule_fn()(*args)
-    if len(kernel) >= buckets:
-        return None
+        return []
+    local, bounds, kernel, level, _ = _schedule_fn()(*args)
     b = bounds.tolist()
     return [
         (k, local[b[i] : b[i + 1]], lv)

@@ -155,9 +155,7 @@ def acrobat_schedule(dfg: DFG, level: bool = True) -> list[Batch]:
     pass is list-scheduled critical path first within each phase where that launches fewer
     batches (:mod:`acrobat.runtime.leveling`)."""
     if level:
-        leveled = level_schedule(dfg)
-        if leveled is not None:
-            return [Batch(k, nodes, lv) for k, nodes, lv in leveled]
+        return [Batch(k, nodes, lv) for k, nodes, lv in level_schedule(dfg)]
     groups = []
     for k, r in enumerate(dfg.records):
         if len(r):
