@@ -29,61 +29,75 @@ import numpy as np
 from acrobat.codegen.records import ARGS, KEY, OUT, STRIDE
 
 
-def _list_schedule(flat, seg, widths, nouts, argstart, argcount, argcols):
+def _list_schedule(flat, seg, table):
     """The schedule of one pass, in compiled code (see the module docstring).
 
-    ``flat`` is every kernel's record rows one after the other (int64), ``seg[i] = (kernel,
-    rows)`` per kernel with rows, in kernel order; ``widths``, ``nouts``, ``argstart`` /
-    ``argcount`` / ``argcols`` (batched argument columns) are per kernel id.
+    ``flat`` is every kernel's record rows one after the other (int64); ``seg[i] = (kernel,
+    rows)`` per kernel with rows, in kernel order; ``table[k] = (row width, outputs, number
+    of batched arguments, their columns...)`` per kernel id.
 
-    Returns ``(local, bounds, kernel, level, leveled)``: batch ``b`` runs kernel
-    ``kernel[b]`` on local rows ``local[bounds[b]:bounds[b + 1]]`` (ascending), formed at
-    ``level[b]``. ``leveled`` is True for the list schedule (a batch's level is the smallest
-    key among its nodes), False when the key buckets (one batch per distinct (key, kernel),
-    keys ascending, then kernels) launch no more batches and are returned instead."""
+    Returns ``(local, meta)``: ``meta = [batches, leveled, bounds (batches + 1), kernels
+    (batches), levels (batches)]``; batch ``b`` runs kernel ``kernels[b]`` on local rows
+    ``local[bounds[b]:bounds[b + 1]]`` (ascending), formed at ``levels[b]``. ``leveled`` is 1
+    for the list schedule (a batch's level is the smallest key among its nodes), 0 when the
+    key buckets (one batch per distinct (key, kernel), keys ascending, then kernels) launch
+    no more batches and are returned instead."""
     m = seg.shape[0]
+    n_k = table.shape[0]
     n = 0
-    starts = np.empty(m, np.int64)
     for i in range(m):
-        starts[i] = 0 if i == 0 else starts[i - 1] + seg[i - 1, 1] * widths[seg[i - 1, 0]]
         n += seg[i, 1]
     kg = np.empty(n, np.int64)  # kernel of each node (nodes in segment order)
     lg = np.empty(n, np.int64)  # local row
     base = np.empty(n, np.int64)  # where its row starts in flat
     key = np.empty(n, np.int64)
     out = np.empty(n, np.int64)
+    phase = np.empty(n, np.int64)
+    waiting = np.zeros(n, np.int64)
+    height = np.empty(n, np.int64)
+    nxt = np.empty(n, np.int64)
+    local = np.empty(n, np.int64)
+    cell = np.empty(n, np.int64)
+    deg = np.zeros(n + 1, np.int64)
+    head = np.full(n_k, -1, np.int64)  # per kernel: a linked list of its ready nodes
+    cnt = np.zeros(n_k, np.int64)
+    hmax = np.full(n_k, -1, np.int64)
     g = 0
     lo = np.int64(1) << 62
     hi = np.int64(-1)
+    at = 0
+    one_phase = True
     for i in range(m):
         k = seg[i, 0]
-        w = widths[k]
+        w = table[k, 0]
+        last = table[k, 1] - 1
         for r in range(seg[i, 1]):
-            b = starts[i] + r * w
             kg[g] = k
             lg[g] = r
-            base[g] = b
-            key[g] = flat[b + KEY]
-            o = flat[b + OUT]
+            base[g] = at
+            key[g] = flat[at + KEY]
+            phase[g] = key[g] // STRIDE
+            if phase[g] != phase[0]:
+                one_phase = False
+            o = flat[at + OUT]
             out[g] = o
             if o < lo:
                 lo = o
-            if o + nouts[k] - 1 > hi:
-                hi = o + nouts[k] - 1
+            if o + last > hi:
+                hi = o + last
+            at += w
             g += 1
     # the producer of every value this pass makes
     producer = np.full(hi - lo + 1, -1, np.int64)
     for g in range(n):
-        for j in range(nouts[kg[g]]):
+        for j in range(table[kg[g], 1]):
             producer[out[g] + j - lo] = g
     # edges producer -> consumer, as a CSR of consumers (one entry per argument use)
-    deg = np.zeros(n + 1, np.int64)
-    waiting = np.zeros(n, np.int64)
     n_edges = 0
     for g in range(n):
         k = kg[g]
-        for a in range(argcount[k]):
-            v = flat[base[g] + argcols[argstart[k] + a]]
+        for a in range(table[k, 2]):
+            v = flat[base[g] + table[k, 3 + a]]
             if lo <= v <= hi:
                 p = producer[v - lo]
                 if p >= 0:
@@ -96,22 +110,15 @@ def _list_schedule(flat, seg, widths, nouts, argstart, argcount, argcols):
     fill = deg[:n].copy()
     for g in range(n):
         k = kg[g]
-        for a in range(argcount[k]):
-            v = flat[base[g] + argcols[argstart[k] + a]]
+        for a in range(table[k, 2]):
+            v = flat[base[g] + table[k, 3 + a]]
             if lo <= v <= hi:
                 p = producer[v - lo]
                 if p >= 0:
                     cons[fill[p]] = g
                     fill[p] += 1
-    phase = np.empty(n, np.int64)
-    one_phase = True
-    for g in range(n):
-        phase[g] = key[g] // STRIDE
-        if phase[g] != phase[0]:
-            one_phase = False
     # heights: the longest chain of same-phase consumers below each node; value ids grow in
     # recording order, so walking the ids down visits consumers before their producers
-    height = np.zeros(n, np.int64)
     for v in range(hi, lo - 1, -1):
         g = producer[v - lo]
         if g < 0 or out[g] != v:
@@ -122,17 +129,13 @@ def _list_schedule(flat, seg, widths, nouts, argstart, argcount, argcols):
             if phase[c] == phase[g] and height[c] + 1 > best:
                 best = height[c] + 1
         height[g] = best
-    # the phases in order, and the nodes of each
+    # list scheduling, phase by phase (nodes of each phase from by_phase)
     by_phase = np.arange(n) if one_phase else np.argsort(phase, kind="mergesort")
-    n_k = widths.shape[0]
-    head = np.full(n_k, -1, np.int64)  # per kernel: a linked list of its ready nodes
-    cnt = np.zeros(n_k, np.int64)
-    hmax = np.full(n_k, -1, np.int64)
-    nxt = np.full(n, -1, np.int64)
-    local = np.empty(n, np.int64)
-    bounds = np.zeros(n + 1, np.int64)
-    bkernel = np.empty(n, np.int64)
-    blevel = np.empty(n, np.int64)
+    meta = np.empty(3 * n + 3, np.int64)
+    bounds = meta[2 : n + 3]
+    bkernel = meta[n + 3 : 2 * n + 3]
+    blevel = meta[2 * n + 3 : 3 * n + 3]
+    bounds[0] = 0
     nb = 0
     pos = 0
     s = 0
@@ -191,7 +194,6 @@ def _list_schedule(flat, seg, widths, nouts, argstart, argcount, argcols):
     # the key buckets, and how many there are: a counting sort by (key rank, kernel), stable
     # (so local rows stay ascending in each bucket)
     uk = np.unique(key)
-    cell = np.empty(n, np.int64)
     count = np.zeros(uk.shape[0] * n_k + 1, np.int64)
     for g in range(n):
         c = np.searchsorted(uk, key[g]) * n_k + kg[g]
@@ -201,21 +203,30 @@ def _list_schedule(flat, seg, widths, nouts, argstart, argcount, argcols):
     for c in range(1, count.shape[0]):
         if count[c] > 0:
             buckets += 1
-    if nb < buckets:
-        return local, bounds[: nb + 1], bkernel[:nb], blevel[:nb], True
-    nb = 0
-    for c in range(uk.shape[0] * n_k):
-        if count[c + 1] > 0:
-            bounds[nb] = count[c]
-            bkernel[nb] = c % n_k
-            blevel[nb] = uk[c // n_k]
-            nb += 1
-        count[c + 1] += count[c]
-    bounds[nb] = n
-    for g in range(n):
-        local[count[cell[g]]] = lg[g]
-        count[cell[g]] += 1
-    return local, bounds[: nb + 1], bkernel[:nb], blevel[:nb], False
+    leveled = nb < buckets
+    if not leveled:
+        nb = 0
+        for c in range(uk.shape[0] * n_k):
+            if count[c + 1] > 0:
+                bounds[nb] = count[c]
+                bkernel[nb] = c % n_k
+                blevel[nb] = uk[c // n_k]
+                nb += 1
+            count[c + 1] += count[c]
+        bounds[nb] = n
+        for g in range(n):
+            local[count[cell[g]]] = lg[g]
+            count[cell[g]] += 1
+    # pack: [nb, leveled, bounds, kernels, levels]
+    meta[0] = nb
+    meta[1] = 1 if leveled else 0
+    packed = np.empty(3 * nb + 3, np.int64)
+    packed[0] = nb
+    packed[1] = meta[1]
+    packed[2 : nb + 3] = bounds[: nb + 1]
+    packed[nb + 3 : 2 * nb + 3] = bkernel[:nb]
+    packed[2 * nb + 3 : 3 * nb + 3] = blevel[:nb]
+    return local, packed
 
 
 _COMPILED = None
@@ -252,25 +263,24 @@ def jit_ms() -> float:
 
 
 def _warm(fn) -> None:
-    ints = np.zeros(1, np.int64)
     row = np.zeros(ARGS, np.int64)
-    seg = np.array([[0, 1]], np.int64)
-    fn(row, seg, ints + ARGS, ints + 1, ints, ints, ints)
+    fn(row, np.array([[0, 1]], np.int64), np.array([[ARGS, 1, 0]], np.int64))
 
 
 class _Tables:
-    """Per kernel list (a Runtime's ``KernelInfo`` list): the arrays the scheduler reads."""
+    """Per kernel list (a Runtime's ``KernelInfo`` list): the table the scheduler reads,
+    ``(row width, outputs, batched arguments, their columns...)`` per kernel."""
 
-    __slots__ = ("kernels", "widths", "nouts", "argstart", "argcount", "argcols")
+    __slots__ = ("kernels", "table")
 
     def __init__(self, kernels):
         self.kernels = kernels
         cols = [[ARGS + a for a, b in enumerate(ki.arg_batched) if b] for ki in kernels]
-        self.widths = np.array([ARGS + len(ki.arg_batched) for ki in kernels], np.int64)
-        self.nouts = np.array([ki.n_outputs for ki in kernels], np.int64)
-        self.argcount = np.array([len(c) for c in cols], np.int64)
-        self.argstart = np.concatenate(([0], np.cumsum(self.argcount)[:-1])).astype(np.int64)
-        self.argcols = np.array([c for cs in cols for c in cs] or [0], np.int64)
+        wide = max((len(c) for c in cols), default=0)
+        self.table = np.zeros((len(kernels), 3 + wide), np.int64)
+        for k, (ki, c) in enumerate(zip(kernels, cols)):
+            self.table[k, :3] = (ARGS + len(ki.arg_batched), ki.n_outputs, len(c))
+            self.table[k, 3 : 3 + len(c)] = c
 
 
 _TABLES: dict[int, _Tables] = {}
@@ -291,13 +301,12 @@ def inputs(dfg):
     present = [k for k, r in enumerate(records) if len(r)]
     if not present:
         return None
-    t = _tables(dfg.kernels)
     seg = np.array([(k, len(records[k])) for k in present], np.int64)
     if len(present) == 1:
         flat = records[present[0]].ravel()
     else:
         flat = np.concatenate([records[k].ravel() for k in present])
-    return flat, seg, t.widths, t.nouts, t.argstart, t.argcount, t.argcols
+    return flat, seg, _tables(dfg.kernels).table
 
 
 def level_schedule(dfg):
@@ -307,9 +316,11 @@ def level_schedule(dfg):
     args = inputs(dfg)
     if args is None:
         return []
-    local, bounds, kernel, level, _ = _schedule_fn()(*args)
-    b = bounds.tolist()
+    local, packed = _schedule_fn()(*args)
+    meta = packed.tolist()
+    nb = meta[0]
+    b = meta[2 : nb + 3]
     return [
         (k, local[b[i] : b[i + 1]], lv)
-        for i, (k, lv) in enumerate(zip(kernel.tolist(), level.tolist()))
+        for i, (k, lv) in enumerate(zip(meta[nb + 3 : 2 * nb + 3], meta[2 * nb + 3 :]))
     ]
