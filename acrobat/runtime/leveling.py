@@ -66,7 +66,6 @@ def _list_schedule(flat, seg, table):
     lo = np.int64(1) << 62
     hi = np.int64(-1)
     at = 0
-    one_phase = True
     for i in range(m):
         k = seg[i, 0]
         w = table[k, 0]
@@ -77,8 +76,6 @@ def _list_schedule(flat, seg, table):
             base[g] = at
             key[g] = flat[at + KEY]
             phase[g] = key[g] // STRIDE
-            if phase[g] != phase[0]:
-                one_phase = False
             o = flat[at + OUT]
             out[g] = o
             if o < lo:
@@ -92,31 +89,39 @@ def _list_schedule(flat, seg, table):
     for g in range(n):
         for j in range(table[kg[g], 1]):
             producer[out[g] + j - lo] = g
-    # edges producer -> consumer, as a CSR of consumers (one entry per argument use)
+    # edges producer -> consumer, as a CSR of consumers (one entry per argument use); the
+    # producer of each use (-1: made before this pass) found once
+    n_uses = 0
+    for g in range(n):
+        n_uses += table[kg[g], 2]
+    use = np.empty(n_uses, np.int64)
+    u = 0
     n_edges = 0
     for g in range(n):
         k = kg[g]
         for a in range(table[k, 2]):
             v = flat[base[g] + table[k, 3 + a]]
+            p = -1
             if lo <= v <= hi:
                 p = producer[v - lo]
                 if p >= 0:
                     deg[p + 1] += 1
                     waiting[g] += 1
                     n_edges += 1
+            use[u] = p
+            u += 1
     for g in range(n):
         deg[g + 1] += deg[g]
     cons = np.empty(n_edges, np.int64)
     fill = deg[:n].copy()
+    u = 0
     for g in range(n):
-        k = kg[g]
-        for a in range(table[k, 2]):
-            v = flat[base[g] + table[k, 3 + a]]
-            if lo <= v <= hi:
-                p = producer[v - lo]
-                if p >= 0:
-                    cons[fill[p]] = g
-                    fill[p] += 1
+        for _ in range(table[kg[g], 2]):
+            p = use[u]
+            u += 1
+            if p >= 0:
+                cons[fill[p]] = g
+                fill[p] += 1
     # heights: the longest chain of same-phase consumers below each node; value ids grow in
     # recording order, so walking the ids down visits consumers before their producers
     for v in range(hi, lo - 1, -1):
@@ -129,8 +134,25 @@ def _list_schedule(flat, seg, table):
             if phase[c] == phase[g] and height[c] + 1 > best:
                 best = height[c] + 1
         height[g] = best
-    # list scheduling, phase by phase (nodes of each phase from by_phase)
-    by_phase = np.arange(n) if one_phase else np.argsort(phase, kind="mergesort")
+    # the nodes phase by phase, each phase's in segment order (a counting sort: phases are
+    # few and close together; a sort where they are not)
+    pmin = phase.min()
+    span = phase.max() - pmin + 1
+    if span == 1:
+        by_phase = np.arange(n)
+    elif span <= 2 * n:
+        start_of = np.zeros(span + 1, np.int64)
+        for g in range(n):
+            start_of[phase[g] - pmin + 1] += 1
+        for p in range(span):
+            start_of[p + 1] += start_of[p]
+        by_phase = np.empty(n, np.int64)
+        for g in range(n):
+            by_phase[start_of[phase[g] - pmin]] = g
+            start_of[phase[g] - pmin] += 1
+    else:
+        by_phase = np.argsort(phase, kind="mergesort")
+    # list scheduling, phase by phase
     meta = np.empty(3 * n + 3, np.int64)
     bounds = meta[2 : n + 3]
     bkernel = meta[n + 3 : 2 * n + 3]
@@ -185,38 +207,82 @@ def _list_schedule(flat, seg, table):
                             hmax[kc] = height[c]
                 g = nx
             left -= pos - start
-            local[start:pos].sort()
+            # ascending local rows: a ready list usually comes out in descending or
+            # ascending order already (reversed, or kept); a sort only where it does not
+            down = True
+            up = True
+            for t in range(start + 1, pos):
+                if local[t] > local[t - 1]:
+                    down = False
+                else:
+                    up = False
+            if down:
+                local[start:pos] = local[start:pos][::-1].copy()
+            elif not up:
+                local[start:pos].sort()
             bkernel[nb] = pick
             blevel[nb] = lev
             nb += 1
             bounds[nb] = pos
         s = e_
-    # the key buckets, and how many there are: a counting sort by (key rank, kernel), stable
-    # (so local rows stay ascending in each bucket)
-    uk = np.unique(key)
-    count = np.zeros(uk.shape[0] * n_k + 1, np.int64)
+    # the key buckets, and how many there are: a counting sort by (key, kernel), stable (so
+    # local rows stay ascending in each bucket). A node's cell is its phase's first cell, plus
+    # the rank of its depth among the phase's depths times the kernels, plus its kernel:
+    # cells ascend with (key, kernel).
+    first = 0
+    s = 0
+    while s < n:
+        ph = phase[by_phase[s]]
+        e_ = s
+        kmin = key[by_phase[s]]
+        kmax = kmin
+        while e_ < n and phase[by_phase[e_]] == ph:
+            if key[by_phase[e_]] < kmin:
+                kmin = key[by_phase[e_]]
+            if key[by_phase[e_]] > kmax:
+                kmax = key[by_phase[e_]]
+            e_ += 1
+        if kmax - kmin <= 4 * (e_ - s) + 64:  # depths close together: rank them by counting
+            rank = np.zeros(kmax - kmin + 2, np.int64)
+            for t in range(s, e_):
+                rank[key[by_phase[t]] - kmin + 1] = 1
+            for d in range(kmax - kmin + 1):
+                rank[d + 1] += rank[d]
+            for t in range(s, e_):
+                g = by_phase[t]
+                cell[g] = first + rank[key[g] - kmin] * n_k + kg[g]
+            first += rank[kmax - kmin + 1] * n_k
+        else:  # far apart: rank them by sorting
+            uk = np.unique(key[by_phase[s:e_]])
+            for t in range(s, e_):
+                g = by_phase[t]
+                cell[g] = first + np.searchsorted(uk, key[g]) * n_k + kg[g]
+            first += uk.shape[0] * n_k
+        s = e_
+    count = np.zeros(first + 1, np.int64)
     for g in range(n):
-        c = np.searchsorted(uk, key[g]) * n_k + kg[g]
-        cell[g] = c
-        count[c + 1] += 1
+        count[cell[g] + 1] += 1
     buckets = 0
-    for c in range(1, count.shape[0]):
+    for c in range(1, first + 1):
         if count[c] > 0:
             buckets += 1
     leveled = nb < buckets
     if not leveled:
         nb = 0
-        for c in range(uk.shape[0] * n_k):
+        for c in range(first):
             if count[c + 1] > 0:
                 bounds[nb] = count[c]
                 bkernel[nb] = c % n_k
-                blevel[nb] = uk[c // n_k]
                 nb += 1
             count[c + 1] += count[c]
         bounds[nb] = n
         for g in range(n):
-            local[count[cell[g]]] = lg[g]
+            at = count[cell[g]]
+            local[at] = lg[g]
+            nxt[at] = g  # (free now) which node sits at `at`
             count[cell[g]] += 1
+        for b in range(nb):
+            blevel[b] = key[nxt[bounds[b]]]
     # pack: [nb, leveled, bounds, kernels, levels]
     meta[0] = nb
     meta[1] = 1 if leveled else 0
