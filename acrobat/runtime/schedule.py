@@ -1,7 +1,9 @@
 """Scheduling policies: pure functions from a DFG to an ordered list of batches.
 
-* ``acrobat`` — buckets by (phase, inline depth, kernel), in that order; no traversal,
-  the host program already computed every node's depth (docs/paper.md §4).
+* ``acrobat`` — buckets by (phase, inline depth, kernel), in that order: the host program
+  already computed every node's depth (docs/paper.md §4); with ``CompileOptions.leveling``
+  (the default) each pass is list-scheduled again, critical path first, where that
+  launches fewer batches (:mod:`acrobat.runtime.leveling`).
 * ``dynet-depth`` — DyNet's depth-based batching: a traversal computes each node's depth
   (1 + the deepest producer), then nodes of equal depth and kernel form a batch.
 * ``dynet-agenda`` — DyNet's agenda heuristic: keep the ready nodes grouped by kernel and
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,9 +35,9 @@ from acrobat.runtime.dfg import DFG
 from acrobat.runtime.leveling import level_schedule
 
 
-@dataclass(frozen=True)
-class Batch:
-    """Nodes (local indices into ``dfg.records[kernel]``) run as one launch."""
+class Batch(NamedTuple):
+    """Nodes (local indices into ``dfg.records[kernel]``) run as one launch (a named tuple:
+    a run makes one per launch, and a frozen dataclass costs several times more to make)."""
 
     kernel: int
     nodes: np.ndarray
@@ -155,7 +158,7 @@ def acrobat_schedule(dfg: DFG, level: bool = True) -> list[Batch]:
     pass is list-scheduled critical path first within each phase where that launches fewer
     batches (:mod:`acrobat.runtime.leveling`)."""
     if level:
-        return [Batch(k, nodes, lv) for k, nodes, lv in level_schedule(dfg)]
+        return list(map(Batch._make, level_schedule(dfg)))
     groups = []
     for k, r in enumerate(dfg.records):
         if len(r):
