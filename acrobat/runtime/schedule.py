@@ -158,13 +158,35 @@ def acrobat_schedule(dfg: DFG, level: bool = True) -> list[Batch]:
     pass is list-scheduled critical path first within each phase where that launches fewer
     batches (:mod:`acrobat.runtime.leveling`)."""
     if level:
-        return list(map(Batch._make, level_schedule(dfg)))
+        one = _one_key_each(dfg.records)
+        if one is None:
+            return list(map(Batch._make, level_schedule(dfg)))
+        # every kernel's nodes share one key: one batch per kernel already, which no
+        # schedule beats (the case of many small passes, e.g. between a fiber's reads)
+        return [Batch(k, np.arange(len(dfg.records[k])), key) for key, k in sorted(one)]
     groups = []
     for k, r in enumerate(dfg.records):
         if len(r):
             groups.extend((key, k, nodes) for key, nodes in _buckets(r[:, KEY]))
     groups.sort(key=lambda g: (g[0], g[1]))
     return [Batch(k, nodes, key) for key, k, nodes in groups]
+
+
+def _one_key_each(records) -> list[tuple[int, int]] | None:
+    """``[(key, kernel)]`` when every kernel's records share one depth key, else None
+    (as soon as one kernel's do not: its first and last rows usually tell)."""
+    one = []
+    for k, r in enumerate(records):
+        if len(r):
+            first = int(r[0, KEY])
+            if r[-1, KEY] != first:
+                return None
+            if len(r) > 2:
+                keys = r[:, KEY].tolist()
+                if keys.count(first) != len(keys):
+                    return None
+            one.append((first, k))
+    return one
 
 
 def _predecessors(n: int, src: np.ndarray, dst: np.ndarray):
