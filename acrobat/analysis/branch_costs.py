@@ -17,7 +17,7 @@ then moves the depth; otherwise it is the sum of its bindings' costs.
 
 from __future__ import annotations
 
-from acrobat.analysis.callgraph import call_graph
+from acrobat.analysis.callgraph import call_graph, functions_free_of
 from acrobat.analysis.independence import READS, block_deps
 from acrobat.ir.nodes import (
     Expr,
@@ -38,31 +38,16 @@ from acrobat.ir.traversal import walk
 def host_only(m: Module) -> frozenset[str]:
     """Functions that, with everything they call (transitively), record no dynamic
     kernel and move no depth: no dynamic kernel call, ghost, tensor read or phase."""
-    cg = call_graph(m)
-    out: set[str] = set()
-    for scc in cg.sccs:  # callees first
-        ok = True
-        for name in scc:
-            f = m.function_map[name]
-            if f.is_kernel:
-                ok = False
-                break
-            for e in walk(f.body):
-                t = type(e)
-                if (
-                    (t is KernelCall and e.depth is None)
-                    or t is Phase
-                    or (t is OpCall and (e.op == "ghost" or e.op in READS))
-                    or ((t is FnCall or t is Map) and e.fn not in scc and e.fn not in out)
-                    or (t is Parallel and any(c.fn not in scc and c.fn not in out for c in e.calls))
-                ):
-                    ok = False
-                    break
-            if not ok:
-                break
-        if ok:
-            out.update(scc)
-    return frozenset(out)
+
+    def moves_depth(e: Expr) -> bool:
+        t = type(e)
+        return (
+            (t is KernelCall and e.depth is None)
+            or t is Phase
+            or (t is OpCall and (e.op == "ghost" or e.op in READS))
+        )
+
+    return functions_free_of(m, moves_depth)
 
 
 class BranchCosts:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from acrobat.ir.nodes import FnCall, KernelCall, Map, Module
+from acrobat.ir.nodes import Expr, FnCall, KernelCall, Map, Module
 from acrobat.ir.traversal import walk
 
 
@@ -88,3 +89,20 @@ def call_graph(m: Module) -> CallGraphResult:
         reachable.add(f)
         todo.extend(callees[f])
     return CallGraphResult(callees, tuple(sccs), frozenset(recursive), frozenset(reachable))
+
+
+def functions_free_of(m: Module, bad: Callable[[Expr], bool]) -> frozenset[str]:
+    """Host functions in whose bodies, and in those of every function they call
+    (transitively, recursion included), no expression is ``bad``."""
+    cg = call_graph(m)
+    fns = m.function_map
+    out: set[str] = set()
+    for scc in cg.sccs:  # callees first
+        if all(
+            not fns[name].is_kernel
+            and all(c in scc or c in out or fns[c].is_kernel for c in cg.callees[name])
+            and not any(bad(e) for e in walk(fns[name].body))
+            for name in scc
+        ):
+            out.update(scc)
+    return frozenset(out)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from acrobat.analysis.callgraph import call_graph
+from acrobat.analysis.callgraph import call_graph, functions_free_of
 from acrobat.ir.nodes import (
     Const,
     CtorCall,
@@ -62,6 +62,21 @@ def join(a, b):
     if a is TOP or b is TOP:
         return TOP
     return max(flat(a), flat(b))
+
+
+def meet(a, b):
+    """Greatest lower bound of two abstract depths (both upper bounds of one value)."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return tuple(meet(x, y) for x, y in zip(a, b))
+    if isinstance(a, tuple):
+        return tuple(meet(x, b) for x in a)
+    if isinstance(b, tuple):
+        return tuple(meet(a, y) for y in b)
+    if a is TOP:
+        return b
+    if b is TOP:
+        return a
+    return min(a, b)
 
 
 def flat(a):
@@ -120,9 +135,17 @@ def longest_chain(m: Module, step: Callable[[Expr, Module], bool]) -> int:
     return max(chain.values(), default=0) + 1
 
 
+def step_free(m: Module, step: Callable[[Expr, Module], bool]) -> frozenset[str]:
+    """Host functions that, with everything they call, contain no step and no ``phase()``
+    (a recursive ``reverse`` or ``append`` building a list): what one returns is made of
+    its arguments and constants, so it is available once its arguments are."""
+    return functions_free_of(m, lambda e: step(e, m) or isinstance(e, (Phase, KernelCall)))
+
+
 def static_depths(m: Module, step: Callable[[Expr, Module], bool] = is_kernel_step) -> DepthResult:
     """Run the abstract interpretation to its fixed point."""
     cap = longest_chain(m, step)
+    free = step_free(m, step)
     params = {
         f.name: [0 if f.name == m.entry else _bottom(p.ty) for p in f.params] for f in m.functions
     }
@@ -134,7 +157,7 @@ def static_depths(m: Module, step: Callable[[Expr, Module], bool] = is_kernel_st
         for f in m.functions:
             if f.is_kernel:
                 continue
-            interp = _Interp(m, f.name, cap, step, params, returns, sites)
+            interp = _Interp(m, f.name, cap, step, params, returns, sites, free)
             env = {p.name: d for p, d in zip(f.params, params[f.name])}
             ret = interp.value(f.body, env)
             new = _widen(join(returns[f.name], ret), cap)
@@ -158,9 +181,10 @@ def _widen(a, cap):
 
 
 class _Interp:
-    def __init__(self, m, fn, cap, step, params, returns, sites):
+    def __init__(self, m, fn, cap, step, params, returns, sites, free=frozenset()):
         self.m, self.fn, self.cap, self.step = m, fn, cap, step
         self.params, self.returns, self.sites = params, returns, sites
+        self.free = free  # step-free functions (step_free)
         self.changed = False
 
     def call(self, callee: str, args: list) -> object:
@@ -169,7 +193,12 @@ class _Interp:
         if new != old:
             self.params[callee] = new
             self.changed = True
-        return self.returns[callee]
+        ret = self.returns[callee]
+        if callee in self.free:
+            # the summary joins every call site; this call's own arguments bound its
+            # result too (it is made of them), so the tighter of the two holds here
+            ret = meet(ret, _like(self.m.function_map[callee].ret, flat(tuple(args))))
+        return ret
 
     def value(self, e: Expr, env: dict) -> object:
         t = type(e)

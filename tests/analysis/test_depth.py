@@ -85,3 +85,37 @@ def test_straight_line_depths_are_exact():
     assert r.max_static == 4
     # the cap bounds every chain without recursion: 3 ops in pair + 4 in main, plus one
     assert r.cap == longest_chain(m, is_tensor_step) == 8
+
+
+# one host-only `rev` used twice: on inputs (depth 0) and on recurrent outputs (TOP)
+REVERSE_TWICE = (
+    HEAD
+    + """
+def rev(xs: List[Tensor[H]], acc: List[Tensor[H]]) -> List[Tensor[H]]:
+    match xs:
+        case Nil():
+            return acc
+        case Cons(x, rest):
+            return rev(rest, Cons(x, acc))
+
+def run(xs: List[Tensor[H]], h: Tensor[H]) -> List[Tensor[H]]:
+    match xs:
+        case Nil():
+            return Nil()
+        case Cons(x, rest):
+            y = dense(x, W)
+            h2 = tanh(y + dense(h, U))
+            return Cons(h2, run(rest, h2))
+
+def main(xs: List[Tensor[H]], h: Tensor[H]) -> List[Tensor[H]]:
+    return rev(run(rev(xs, Nil()), h), Nil())
+"""
+)
+
+
+def test_a_step_free_call_is_available_once_its_arguments_are():
+    """``rev``'s summary joins both calls (TOP), but it makes no step: the first call's
+    result is made of inputs, so ``run``'s input projection still has a fixed depth."""
+    m, r = analyse(REVERSE_TWICE)
+    assert r.sites[("run", "y")] == 0
+    assert r.sites[("run", "h2")] is TOP
