@@ -47,6 +47,7 @@ from acrobat.passes.options import CompileOptions
 from acrobat.passes.phases import ValidatePhases
 from acrobat.passes.reads import ReadsLast
 from acrobat.passes.specialize import SpecializeWeights
+from acrobat.passes.tabulate import TabulateEmbeddings
 from acrobat.trace import KernelMapped, PassApplied, StageTaint, TaintComputed, Trace
 
 BATCHED, HOST = "batched", "host"
@@ -125,6 +126,7 @@ def default_passes() -> list:
         ReadsLast(),
         SpecializeWeights(),
         FoldWeightExpressions(),
+        TabulateEmbeddings(),
         BatchHorizontally(),
         EliminateDeadCode(),
         FuseOps(),

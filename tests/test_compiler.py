@@ -39,7 +39,8 @@ def assert_computes_the_same(spec, prog, n=3):
 def test_pipeline_order():
     assert [p.name for p in default_passes()] == [
         "ValidatePhases", "ToANF", "InlineSmallFunctions", "EliminateDeadCode", "ReadsLast",
-        "SpecializeWeights", "FoldWeightExpressions", "BatchHorizontally", "EliminateDeadCode",
+        "SpecializeWeights", "FoldWeightExpressions", "TabulateEmbeddings", "BatchHorizontally",
+        "EliminateDeadCode",
         "FuseOps", "HoistStaticDepth", "CoarsenGrains", "HoistStaticDepth", "InferIndependence",
         "AddGhostOps",
         "EliminateDeadCode",
@@ -91,8 +92,15 @@ def test_kernel_specs():
     prog = acrobat.compile(spec.module, spec.params)
     leaf = prog.kernels["cell_node0"]
     assert leaf.params == (("word", acrobat.ir.types.INT, HOST),)
-    assert leaf.weights == ("E", "W_iou", "b_iou")
-    assert len(leaf.outputs) == 2 and leaf.flops > 0
+    # the leaf's projection and gates are rows of two tables (TabulateEmbeddings)
+    assert leaf.weights == ("_tab0", "_tab1") and leaf.flops == 0
+    assert len(leaf.outputs) == 2
+    assert leaf.groups == ("cell_k0", "cell_k1")  # one lookup per output
+    no_tables = acrobat.compile(
+        spec.module, spec.params, CompileOptions().without("embedding_tables")
+    )
+    leaf = no_tables.kernels["cell_node0"]
+    assert leaf.weights == ("E", "W_iou", "b_iou") and leaf.flops > 0
     assert leaf.groups == ("cell_k0", "cell_k1")  # embed, then the fused gate kernel
     node = prog.kernels["cell_node1"]
     assert [mode for _, _, mode in node.params] == [BATCHED] * 4
@@ -109,7 +117,8 @@ def test_explain_says_what_each_pass_did():
     text = acrobat.explain(tree.module, tree.params)
     assert "FuseOps" in text and "4 op group(s) -> 4 distinct kernel(s)" in text  # fused
     assert "2 run(s) of kernel calls merged into one node each" in text
-    assert "kernel cell_node0: 16 op(s), 1 batched arg(s), weights E, W_iou, b_iou" in text
+    assert "c, t_7: 9 ops on a row of $E -> rows of $_tab0, $_tab1 by word" in text  # tables
+    assert "kernel cell_node0: 4 op(s), 1 batched arg(s), weights _tab0, _tab1, 0 flop" in text
     gru = load("nestedrnn")
     text = acrobat.explain(gru.module, gru.params)
     assert "gru: dense on one input with W_z, W_r, W_n -> $_hcat0" in text

@@ -61,7 +61,7 @@ class FoldWeightExpressions:
                         value = REGISTRY[v.op].impl(
                             *(value_of(a, env) for a in v.args), **dict(v.attrs)
                         )
-                        name = _fresh(ctx.params, "_fold")
+                        name = fresh_param_name(ctx.params, "_fold")
                         # np.array, not ascontiguousarray: that makes a 0-d value 1-d
                         ctx.params[name] = np.array(value, dtype=v.ty.dtype, order="C")
                         new_params.append(ParamDef(name, v.ty))
@@ -109,7 +109,8 @@ def _key(a: Expr, env: dict[str, str]):
     return ("c", a.value)
 
 
-def _fresh(params: dict, base: str) -> str:
+def fresh_param_name(params: dict, base: str) -> str:
+    """``base`` followed by the first number not yet taken in ``params``."""
     k = 0
     while f"{base}{k}" in params:
         k += 1

@@ -101,6 +101,14 @@ SWITCHES = (
         "launches more than the key buckets (off: one launch per depth key and kernel, the "
         "paper's schedule).",
     ),
+    Switch(
+        "embedding_tables",
+        "Embedding tables",
+        "Compute once per row of an embedding table the work that depends on that row alone "
+        "(a TreeLSTM leaf's projection and gates), at compile time, so a run looks it up "
+        "instead of computing it for every leaf.",
+        ("TabulateEmbeddings",),
+    ),
 )
 """Every on/off option of :class:`CompileOptions`, in field order: the one place their human
 labels, descriptions and passes are written (``CompileOptions.switches()``)."""
@@ -134,6 +142,7 @@ class CompileOptions:
     inline_depth: bool = True
     independence: bool = True
     leveling: bool = True
+    embedding_tables: bool = True
     inline_max_bindings: int = 8
 
     def without(self, *names: str) -> CompileOptions:

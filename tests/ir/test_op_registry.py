@@ -107,8 +107,14 @@ def _source_flops(module) -> int:
 @pytest.mark.parametrize("model", MODELS)
 def test_flop_rules_give_the_old_numbers(model, size):
     want_source, want_kernels = OLD_FLOPS[(model, size)]
-    assert _source_flops(acrobat.models.load(model, size).module) == want_source
-    assert sum(k.flops for k in program(model, size).kernels.values()) == want_kernels
+    spec = acrobat.models.load(model, size)
+    assert _source_flops(spec.module) == want_source
+    # the numbers were taken before embedding tables existed; tables only remove work
+    no_tables = acrobat.compile(
+        spec.module, spec.params, acrobat.CompileOptions().without("embedding_tables")
+    )
+    assert sum(k.flops for k in no_tables.kernels.values()) == want_kernels
+    assert sum(k.flops for k in program(model, size).kernels.values()) <= want_kernels
 
 
 def test_flop_rules_of_the_every_op_program():

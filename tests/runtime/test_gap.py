@@ -55,4 +55,4 @@ def test_explain_with_instances_adds_the_gap_section():
     assert last in text
     gap = text[text.index(last) + len(last) :]
     assert "gap: acrobat against dynet-depth and dynet-agenda" in gap
-    assert "parse_k5" in gap and "pass(es)" in gap  # the decision kernel, rounds of reads
+    assert "parse_k4" in gap and "pass(es)" in gap  # the decision kernel, rounds of reads

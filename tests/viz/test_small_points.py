@@ -172,7 +172,7 @@ def test_taint_stages_default_to_before_fusion_and_offer_the_compiled_program(st
     assert 'class="taint-tensor-dependent" title="depth: tensor-dependent">%depth' in page
     legend = taint_legend_html(stackrnn.compile, before)
     assert "weights only" not in legend and "by which branch ran" in legend
-    assert "+ 7 weights" in legend  # E, W_s, U_s, b_s, W_r, b_r, w_t
+    assert "+ 6 weights" in legend  # _tab0 (rows of E W_s^T), U_s, b_s, W_r, b_r, w_t
     # fibers are the compiled program's: an earlier stage shows none
     assert "<td>—</td>" in taint_table_html(stackrnn.compile, before)
     assert "<td>yes</td>" in taint_table_html(stackrnn.compile, stages[-1])
