@@ -34,6 +34,8 @@ from acrobat.baselines.reference import reference
 from acrobat.baselines.timing import checksum, timed
 from acrobat.models import data
 from acrobat.runtime import threads as blas_threads
+from acrobat.runtime.run import prepare
+from acrobat.runtime.strategy import MIN_RUNS
 from acrobat.trace import KernelLaunched
 
 DEFAULT_RUNS = 7
@@ -145,6 +147,7 @@ def acrobat_case(
     flops = executed_flops(prog, res)
     metrics = ACROBAT_METRICS
     ran: list[str] = []  # the strategy of every run (auto may re-measure the other)
+    settle = settle_strategy(prog, xs, policy, backend, threads, strategy)
 
     def one_run():
         st = acrobat.run(
@@ -174,6 +177,7 @@ def acrobat_case(
             "seed": seed,
             "runs": m.repeats,
             "compile_ms": compile_ms,
+            "settle_runs": settle,
         }
         for k in metrics:
             row.update(row_fields(k, m.spread(name, k)))
@@ -202,6 +206,23 @@ def acrobat_case(
         return row
 
     return Case(one_run, make_row, metrics)
+
+
+def settle_strategy(prog, xs, policy, backend, threads, strategy) -> int:
+    """Untraced runs until ``strategy="auto"`` has measured both strategies at this batch
+    size (its exploration, a one-time cost per program and batch size, like a warm-up);
+    returns how many it took (0 when nothing is chosen: another strategy or policy)."""
+    chooser = prepare(prog, backend).chooser
+    if (
+        strategy != "auto"
+        or chooser.choose(strategy, policy, backend, "off", None, len(xs))[2] is None
+    ):
+        return 0
+    done = 0
+    while not chooser.settled(len(xs)) and done < 2 * MIN_RUNS + 2:
+        acrobat.run(prog, xs, policy=policy, backend=backend, trace_level="off", threads=threads)
+        done += 1
+    return done
 
 
 def run_baseline(

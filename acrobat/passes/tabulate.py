@@ -19,10 +19,11 @@ Steps, per block and per index variable ``w``:
 4. bind each export to ``embed($_tab<k>, w)`` instead and drop the rest of the region.
 
 Guards: the region does some work besides data movement (at least one op that is not
-``embed`` or injective); the tables take at most :data:`TABLE_BYTES`; the evaluation
-makes at most :data:`EVAL_BUDGET` op calls. ``V`` is the smallest row count of the region's
-tables, so the new lookup rejects exactly the ids that one of the region's lookups
-rejected: the same typed error for the same instance.
+``embed`` or injective); the tables take at most :data:`TABLE_BYTES`; evaluated row by row
+(where an op has no stacked form) it makes at most :data:`EVAL_BUDGET` op calls. An export
+that is itself a lookup of a given table stays that lookup. ``V`` is the smallest row count
+of the region's tables, so the new lookup rejects exactly the ids that one of the region's
+lookups rejected: the same typed error for the same instance.
 
 Needs ANF (one op per binding). Same values as the interpreter (the same op
 implementations on the same rows), one cheap lookup per instance instead of the work.
@@ -57,7 +58,8 @@ TABLE_BYTES = 64 << 20
 """The most memory the tables of one region may take (bytes)."""
 
 EVAL_BUDGET = 400_000
-"""The most op calls evaluating one region may make (rows x ops): a few seconds at worst."""
+"""The most op calls evaluating a region row by row may make (rows x ops; a few seconds at
+worst). Regions whose ops all have a stacked form are evaluated in one call per op."""
 
 _COMPUTE_KINDS = (OpKind.ELEMWISE, OpKind.BROADCAST, OpKind.REDUCTION, OpKind.OPAQUE)
 _ROW_KINDS = _COMPUTE_KINDS + (OpKind.INJECTIVE,)
@@ -98,16 +100,22 @@ class TabulateEmbeddings:
             plan = _plan(members, exports, ctx.params)
             if plan is None:
                 continue
-            rows, defs = plan
+            rows, defs, tabulated = plan
             seed = next(b.value for b in members if _is_lookup(b.value))
-            tables = None
+            if all(_canon(x, defs) in cache for x in tabulated):
+                tables = {}
+            else:
+                # rows no instance may ever use can overflow (a sigmoid of a large row):
+                # their values are what the interpreter would compute, without its warning
+                with np.errstate(all="ignore"):
+                    tables = _evaluate(members, tabulated, rows, index, ctx.params)
+                if tables is None:
+                    continue
             looked_up = []
-            for i, x in enumerate(exports):
+            for i, x in enumerate(tabulated):
                 key = _canon(x, defs)
                 name = cache.get(key)
                 if name is None:
-                    if tables is None:
-                        tables = _evaluate(members, exports, rows, index, ctx.params)
                     name = fresh_param_name(ctx.params, "_tab")
                     ctx.params[name] = tables[x]
                     ty = TensorType(tables[x].shape, str(tables[x].dtype))
@@ -122,12 +130,12 @@ class TabulateEmbeddings:
                     b.var, OpCall("embed", (table, seed.args[1]), ty=b.var.ty, span=span)
                 )
                 looked_up.append(f"${name}")
-            dropped |= names - set(exports)
+            dropped |= names - set(exports)  # a plain lookup read outside stays as it is
             work = sum(1 for b in members if isinstance(b.value, OpCall))
             size = sum(ctx.params[t[1:]].nbytes for t in looked_up)
             ctx.note(
                 self.name,
-                f"{', '.join(exports)}: {work} ops on a row of {_tables_of(members)} -> "
+                f"{', '.join(tabulated)}: {work} ops on a row of {_tables_of(members)} -> "
                 f"rows of {', '.join(looked_up)} by {index} [{rows} rows, {_bytes(size)}]",
             )
         if not replaced:
@@ -181,39 +189,42 @@ def _exports(e: Let, names: set[str]) -> list[str]:
     return [b.var.name for b in e.bindings if b.var.name in names and b.var.name in read]
 
 
-def _plan(members, exports, params) -> tuple[int, dict[str, Binding]] | None:
-    """``(rows, name -> binding)`` when the region passes the guards, else ``None``."""
+def _plan(members, exports, params) -> tuple[int, dict[str, Binding], list[str]] | None:
+    """``(rows, name -> binding, the exports to tabulate)`` when the region passes the
+    guards, else ``None``. An export that is a lookup of a given table is read from that
+    table as before; the others get tables."""
     defs = {b.var.name: b for b in members}
-    if not exports or not any(
+    tabulated = [x for x in exports if not _is_lookup(defs[x].value)]
+    if not tabulated or not any(
         isinstance(b.value, OpCall)
         and not _is_lookup(b.value)
         and REGISTRY[b.value.op].kind in _COMPUTE_KINDS
         for b in members
     ):
         return None
-    for x in exports:
+    for x in tabulated:
         ty = defs[x].var.ty
         if not (isinstance(ty, TensorType) and len(ty.shape) == 1 and ty.shape[0] > 0):
             return None
     rows = min(params[b.value.args[0].name].shape[0] for b in members if _is_lookup(b.value))
     if rows == 0:
         return None
-    ops = sum(1 for b in members if isinstance(b.value, OpCall))
     table_bytes = sum(
-        rows * _width(defs[x]) * np.dtype(defs[x].var.ty.dtype).itemsize for x in exports
+        rows * _width(defs[x]) * np.dtype(defs[x].var.ty.dtype).itemsize for x in tabulated
     )
-    if table_bytes > TABLE_BYTES or rows * ops > EVAL_BUDGET:
+    if table_bytes > TABLE_BYTES:
         return None
-    return rows, defs
+    return rows, defs, tabulated
 
 
 def _width(b: Binding) -> int:
     return int(b.var.ty.shape[0])
 
 
-def _evaluate(members, exports, rows: int, index: str, params) -> dict[str, np.ndarray]:
+def _evaluate(members, exports, rows: int, index: str, params) -> dict[str, np.ndarray] | None:
     """Every export's value for every row, stacked: ``[rows, n]`` each. All rows at once
-    where every op of the region has a stacked form (:func:`_stacked`), else row by row."""
+    where every op of the region has a stacked form (:func:`_stacked`), else row by row
+    (``None`` when that would make more than :data:`EVAL_BUDGET` op calls)."""
     env: dict[str, Any] = {}
     for b in members:
         e = b.value
@@ -224,6 +235,8 @@ def _evaluate(members, exports, rows: int, index: str, params) -> dict[str, np.n
         else:
             value = _stacked(e, env, rows, params)
             if value is None:
+                if rows * sum(isinstance(m.value, OpCall) for m in members) > EVAL_BUDGET:
+                    return None
                 return _row_by_row(members, exports, rows, index, params)
             env[b.var.name] = value
     return {x: np.ascontiguousarray(env[x], dtype=_ty(members, x).dtype) for x in exports}

@@ -149,6 +149,12 @@ class StrategyChooser:
             )
         return win, f"auto: {win} took {costs}", group
 
+    def settled(self, n: int) -> bool:
+        """Whether ``auto`` has measured both strategies at batch size ``n`` (and so runs
+        the one it chose, re-measuring the other now and then)."""
+        g = self.groups.get(1 << (n.bit_length() - 1)) if n else None
+        return self.warmed and g is not None and g.settled()
+
     def observe(self, group: Group | None, strategy: str, total_ms: float, nodes: int) -> None:
         """Count a finished run's time in its group; recompute the group's choice."""
         if not self.warmed:

@@ -209,3 +209,20 @@ def test_a_grid_row_is_measured_interleaved(monkeypatch, tmp_path):
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     loads = {r["load_avg"] for r in rows if r["system"] != "sgemm"}
     assert len(loads) == 1  # one measurement: one load record for the whole row
+
+
+def test_auto_explores_before_the_timed_runs():
+    """An acrobat case with strategy="auto" lets the chooser measure both strategies before
+    it is timed (its exploration is a warm-up): the timed runs all run its choice. Other
+    policies are always batched and need no such runs."""
+    from acrobat.bench.harness import acrobat_case
+    from acrobat.runtime.strategy import MIN_RUNS
+
+    case = acrobat_case("treelstm", "tiny", 4, "acrobat")
+    m = acrobat.measure({"run": case.fn}, repeats=3, warmup=0, metrics=case.metrics)
+    row = case.row(m, "run")
+    assert row["settle_runs"] == 2 * MIN_RUNS  # the traced run was the chooser's warm-up
+    assert row["strategy_runs"] in ("batched 3", "direct 3")
+    other = acrobat_case("treelstm", "tiny", 4, "dynet-depth")
+    m = acrobat.measure({"run": other.fn}, repeats=1, warmup=0, metrics=other.metrics)
+    assert other.row(m, "run")["settle_runs"] == 0

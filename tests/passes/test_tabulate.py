@@ -126,16 +126,39 @@ def main(w: int) -> Tensor[{"2" if "split" in body else "2, 2"}]:
 
 def test_table_budget(monkeypatch):
     m, params = anf(LEAF)
-    # two tables of 12 rows x 4 floats: 384 bytes; 9 ops on each of 12 rows: 108 calls
-    for table_bytes, budget, tabulated in [
-        (383, 10**6, False),
-        (384, 108, True),
-        (10**6, 107, False),
-    ]:
+    # two tables of 12 rows x 4 floats: 384 bytes
+    for table_bytes, tabulated in [(383, False), (384, True)]:
         monkeypatch.setattr(tabulate, "TABLE_BYTES", table_bytes)
+        out, _ = run([TabulateEmbeddings()], m, params)
+        assert (out != m) is tabulated
+
+
+def test_evaluation_budget_applies_row_by_row(monkeypatch):
+    m, params = anf(LEAF)
+    monkeypatch.setattr(tabulate, "EVAL_BUDGET", 107)  # 9 ops on each of 12 rows: 108 calls
+    out, _ = run([TabulateEmbeddings()], m, params)
+    assert out != m  # every op has a stacked form: one call each
+    monkeypatch.setattr(tabulate, "_stacked", lambda *a: None)
+    for budget, tabulated in [(107, False), (108, True)]:
         monkeypatch.setattr(tabulate, "EVAL_BUDGET", budget)
         out, _ = run([TabulateEmbeddings()], m, params)
         assert (out != m) is tabulated
+
+
+def test_a_lookup_read_outside_stays_a_lookup_of_its_table():
+    src = """
+H = Size("H", 4)
+E: Param[9, H]
+W: Param[H, H]
+
+def main(w: int) -> tuple[Tensor[H], Tensor[H]]:
+    x = embed(E, w)
+    return x, tanh(dense(x, W))
+"""
+    m, params = anf(src)
+    out, ctx = check_pass(TabulateEmbeddings(), m, params, list(range(9)))
+    assert sorted(e.args[0].name for e in embeds(out)) == ["E", "_tab0"]
+    assert [n for n in ctx.params if n.startswith("_tab")] == ["_tab0"]
 
 
 TWO_INDICES = """
