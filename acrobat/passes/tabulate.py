@@ -225,6 +225,17 @@ def _evaluate(members, exports, rows: int, index: str, params) -> dict[str, np.n
     """Every export's value for every row, stacked: ``[rows, n]`` each. All rows at once
     where every op of the region has a stacked form (:func:`_stacked`), else row by row
     (``None`` when that would make more than :data:`EVAL_BUDGET` op calls)."""
+    env = _walk(members, lambda e, env: _stacked(e, env, rows, params))
+    if env is not None:
+        return {x: np.ascontiguousarray(env[x], dtype=_ty(members, x).dtype) for x in exports}
+    if rows * sum(isinstance(m.value, OpCall) for m in members) > EVAL_BUDGET:
+        return None
+    return _row_by_row(members, exports, rows, index, params)
+
+
+def _walk(members, op) -> dict[str, Any] | None:
+    """The region's values, each op's from ``op(call, values so far)`` (``None`` from it
+    stops the walk and is returned)."""
     env: dict[str, Any] = {}
     for b in members:
         e = b.value
@@ -233,13 +244,11 @@ def _evaluate(members, exports, rows: int, index: str, params) -> dict[str, np.n
         elif isinstance(e, Proj):
             env[b.var.name] = env[e.tup.name][e.index]
         else:
-            value = _stacked(e, env, rows, params)
+            value = op(e, env)
             if value is None:
-                if rows * sum(isinstance(m.value, OpCall) for m in members) > EVAL_BUDGET:
-                    return None
-                return _row_by_row(members, exports, rows, index, params)
+                return None
             env[b.var.name] = value
-    return {x: np.ascontiguousarray(env[x], dtype=_ty(members, x).dtype) for x in exports}
+    return env
 
 
 def _stacked(e: OpCall, env: dict[str, Any], rows: int, params):
@@ -290,17 +299,12 @@ def _row_by_row(members, exports, rows: int, index: str, params) -> dict[str, np
         return np.asarray(a.value, dtype=a.ty.dtype)
 
     for v in range(rows):
-        env: dict[str, Any] = {}
-        for b in members:
-            e = b.value
-            if isinstance(e, Var):
-                env[b.var.name] = env[e.name]
-            elif isinstance(e, Proj):
-                env[b.var.name] = env[e.tup.name][e.index]
-            else:
-                env[b.var.name] = REGISTRY[e.op].impl(
-                    *(value(a, env, v) for a in e.args), **dict(e.attrs)
-                )
+        env = _walk(
+            members,
+            lambda e, env, v=v: REGISTRY[e.op].impl(
+                *(value(a, env, v) for a in e.args), **dict(e.attrs)
+            ),
+        )
         for x in exports:
             out[x][v] = env[x]
     return out
