@@ -25,7 +25,11 @@ instances' shapes and this machine, so ``auto`` measures instead of guessing.
 * Choosing: then it runs the strategy whose cost is lower, a strategy's cost being the
   best of its last :data:`WINDOW` measured runs (the best, because disturbances only
   ever slow a run down; the last few, so that a lasting change of the machine's load is
-  seen once those runs are out of the window).
+  seen once those runs are out of the window). Once a choice is made, the loser runs
+  rarely, so only its runs made since the winner's oldest run in the window count: when
+  the whole machine slows down, the loser's fast old runs must not beat the winner's slow
+  recent ones. (Seen in a grid run on a machine that had slowed by about a third: BiRNN
+  small b8 ran direct in 3 of 5 timed runs although direct is 1.2-1.3x slower there.)
 * Re-measuring: the other strategy (the loser) runs again at the 4th, 8th, 16th, ...
   run since the choice was last made or changed (then every :data:`MAX_GAP`-th run), so
   a change that favours the loser flips the choice; this costs about log2(n) of n runs.
@@ -76,13 +80,18 @@ def remeasure_at(n: int, far: bool = False) -> bool:
 class _Group:
     """Measured runs of one batch-size range."""
 
-    recent: dict[str, deque] = field(default_factory=dict)  # strategy -> last ms per call
+    # strategy -> its last (ms per kernel call, run number in the group)
+    recent: dict[str, deque] = field(default_factory=dict)
     runs: dict[str, int] = field(default_factory=dict)  # strategy -> measured runs
     choice: str | None = None  # the strategy chosen once both were measured
     since: int = 0  # measured runs since the choice was made or changed
+    clock: int = 0  # measured runs in the group
 
-    def cost(self, strategy: str) -> float:
-        return min(self.recent[strategy])
+    def cost(self, strategy: str, since: int = 0) -> float | None:
+        """The best of the strategy's last runs, of those numbered ``since`` or later
+        (``None``: none is that recent)."""
+        costs = [c for c, t in self.recent[strategy] if t >= since]
+        return min(costs) if costs else None
 
     def settled(self) -> bool:
         return all(self.runs.get(s, 0) >= MIN_RUNS for s in ("batched", "direct"))
@@ -163,11 +172,20 @@ class StrategyChooser:
         if group is None:
             return
         g = self.groups.setdefault(group, _Group())
-        g.recent.setdefault(strategy, deque(maxlen=WINDOW)).append(total_ms / max(nodes, 1))
+        g.clock += 1
+        g.recent.setdefault(strategy, deque(maxlen=WINDOW)).append(
+            (total_ms / max(nodes, 1), g.clock)
+        )
         g.runs[strategy] = g.runs.get(strategy, 0) + 1
         if not g.settled():
             return
-        best = "direct" if g.cost("direct") < g.cost("batched") else "batched"
+        if g.choice is None:  # the runs of both alternated: compare them all
+            best = "direct" if g.cost("direct") < g.cost("batched") else "batched"
+        else:  # only the loser's runs made since the winner's oldest count against it
+            win = g.choice
+            lose = "direct" if win == "batched" else "batched"
+            fresh = g.cost(lose, since=min(t for _, t in g.recent[win]))
+            best = lose if fresh is not None and fresh < g.cost(win) else win
         if best != g.choice:
             g.choice, g.since = best, 0
         else:

@@ -466,3 +466,14 @@ def test_forced_runs_count_in_their_group():
         f.step({"batched": 0.5, "direct": 1.0}, strategy="batched")
     how, why = f.step(times)
     assert how == "batched" and why.startswith("auto: batched took 5.0 us")
+
+
+def test_a_machine_slowing_down_does_not_hand_the_choice_to_the_stale_loser():
+    """Both strategies get 1.4x slower: the loser's old fast runs must not beat the
+    winner's slow recent ones (the loser's re-measure stands alone for it)."""
+    f = FakeRuns()
+    f.steps({"batched": 3.0, "direct": 3.9}, 5)  # warm-up, two of each: batched wins
+    slow = {"batched": 4.2, "direct": 5.46}
+    ran = f.steps(slow, 16)
+    assert [i + 1 for i, how in enumerate(ran) if how == "direct"] == [4, 8, 16]
+    assert f.step(slow)[0] == "batched"
