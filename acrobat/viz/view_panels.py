@@ -446,8 +446,10 @@ class CompareView(LazyView):
     def _refresh(self, *_events) -> None:
         rows = self.rows
         self.table.object = compare_table_html(rows)
+        # an empty pane draws nothing; toggling ``visible`` on a Bokeh pane whose figure is
+        # already in the page makes Panel 1.9 copy the figure's stylesheet objects into the
+        # pane's string-only list, and the TypeError aborted the tab switch that caused it
         self.plot.object = compare_figure(rows, self.log_scale) if rows else None
-        self.plot.visible = bool(rows)
 
 
 class KernelSourceView(LazyView):

@@ -189,6 +189,29 @@ def test_compare_buttons(explorer):
     assert "no fusion" in compare.table.object
 
 
+def test_compare_rows_come_and_go_on_a_served_page(explorer):
+    """In a served document (as `panel serve` builds it), filling and clearing the Compare
+    tab and switching tabs raises nothing: toggling ``visible`` on its Bokeh pane made
+    Panel 1.9 copy the figure's stylesheet objects into a string-only list (TypeError),
+    which aborted the tab switch (seen in the browser tests: "B · eager" never shown)."""
+    from bokeh.document import Document
+
+    spec = importlib.util.spec_from_file_location("explorer_app", ROOT / "apps" / "explorer.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build_app(explorer).server_doc(Document())
+    compare = explorer.compare
+    for _ in range(2):
+        explorer.open_tab("Compare")
+        compare.policies_button.clicks += 1
+        assert compare.figure is not None
+        explorer.open_tab("Schedule")
+        compare.log_scale = not compare.log_scale  # redrawn when the tab opens again
+        explorer.open_tab("Compare")
+        compare.clear_button.clicks += 1
+        assert compare.figure is None
+
+
 def test_perfetto_download_is_a_valid_chrome_trace_of_the_session(explorer):
     files = explorer.files
     assert files.download_chrome.filename == "acrobat-treelstm-acrobat-dynet-depth.perfetto.json"
