@@ -4,8 +4,8 @@ A pass is a small object with a ``name`` and ``apply(module, ctx) -> module``; i
 mutates its input (IR nodes are frozen). It declares the module :class:`Property` set it
 ``requires``, ``provides`` and ``invalidates`` as class attributes, and
 :class:`Pipeline` checks them before running anything. Passes that derive new weights
-at compile time (folding weight-only expressions, concatenating weights) add them to
-``ctx.params`` under new names and record what they did in ``ctx.notes``; existing
+at compile time (folding weight-only expressions, concatenating weights, embedding tables)
+add them to ``ctx.params`` under new names (:meth:`PassContext.derive`) and record what they did in ``ctx.notes``; existing
 entries are never changed. What a pass finds out for later passes and for lowering goes
 into the typed ``ctx.facts`` (:class:`Facts`). Most passes rewrite each host function's
 blocks bottom-up: :func:`map_host_functions` is that loop. Instruments are called
@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from acrobat.errors import PipelineError
-from acrobat.ir.nodes import Expr, Function, Module
+from acrobat.ir.nodes import Expr, Function, Module, ParamDef
 from acrobat.ir.traversal import bound_vars, post_order_map
+from acrobat.ir.types import TensorType
 from acrobat.ir.verify import verify
 from acrobat.passes.options import CompileOptions
 from acrobat.trace import PassApplied, Trace
@@ -69,6 +70,16 @@ class PassContext:
     facts: Facts = field(default_factory=Facts)
     log: list[tuple[str, str]] = field(default_factory=list)
     last_notes: list[str] = field(default_factory=list)
+
+    def derive(self, base: str, value: np.ndarray) -> ParamDef:
+        """Store ``value`` as a new weight ``<base><k>`` (the first ``k`` not taken; existing
+        entries are never changed) and return its declaration for the module."""
+        k = 0
+        while f"{base}{k}" in self.params:
+            k += 1
+        name = f"{base}{k}"
+        self.params[name] = value
+        return ParamDef(name, TensorType(value.shape, str(value.dtype)))
 
     def note(self, pass_name: str, text: str) -> None:
         """Record one human-readable line about what a pass did (for ``explain``)."""

@@ -61,10 +61,10 @@ class FoldWeightExpressions:
                         value = REGISTRY[v.op].impl(
                             *(value_of(a, env) for a in v.args), **dict(v.attrs)
                         )
-                        name = fresh_param_name(ctx.params, "_fold")
                         # np.array, not ascontiguousarray: that makes a 0-d value 1-d
-                        ctx.params[name] = np.array(value, dtype=v.ty.dtype, order="C")
-                        new_params.append(ParamDef(name, v.ty))
+                        derived = ctx.derive("_fold", np.array(value, dtype=v.ty.dtype, order="C"))
+                        new_params.append(derived)
+                        name = derived.name
                         cache[key] = name
                         ctx.note(
                             self.name, f"{b.var.name} = {v.op}(...) -> ${name} {list(v.ty.shape)}"
@@ -107,14 +107,6 @@ def _key(a: Expr, env: dict[str, str]):
     if isinstance(a, Var):
         return ("$", env[a.name])
     return ("c", a.value)
-
-
-def fresh_param_name(params: dict, base: str) -> str:
-    """``base`` followed by the first number not yet taken in ``params``."""
-    k = 0
-    while f"{base}{k}" in params:
-        k += 1
-    return f"{base}{k}"
 
 
 def _propagate(body: Expr) -> Expr:

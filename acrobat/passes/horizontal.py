@@ -113,13 +113,9 @@ class BatchHorizontally:
         return out
 
     def derive(self, ctx: PassContext, base: str, value: np.ndarray) -> str:
-        k = 0
-        while f"{base}{k}" in ctx.params:
-            k += 1
-        name = f"{base}{k}"
-        ctx.params[name] = np.ascontiguousarray(value)
-        self.new_params.append(ParamDef(name, TensorType(value.shape, str(value.dtype))))
-        return name
+        derived = ctx.derive(base, np.ascontiguousarray(value))
+        self.new_params.append(derived)
+        return derived.name
 
 
 def ctx_type(ctx: PassContext, name: str) -> TensorType:

@@ -52,7 +52,6 @@ from acrobat.ir.ops import REGISTRY, OpKind
 from acrobat.ir.traversal import post_order_map, var_names
 from acrobat.ir.types import TensorType
 from acrobat.passes.base import PassContext, Property
-from acrobat.passes.fold_weights import fresh_param_name
 
 TABLE_BYTES = 64 << 20
 """The most memory the tables of one region may take (bytes)."""
@@ -116,11 +115,9 @@ class TabulateEmbeddings:
                 key = _canon(x, defs)
                 name = cache.get(key)
                 if name is None:
-                    name = fresh_param_name(ctx.params, "_tab")
-                    ctx.params[name] = tables[x]
-                    ty = TensorType(tables[x].shape, str(tables[x].dtype))
-                    new_params.append(ParamDef(name, ty))
-                    cache[key] = name
+                    derived = ctx.derive("_tab", tables[x])
+                    new_params.append(derived)
+                    name = cache[key] = derived.name
                 b = defs[x]
                 table = ParamRef(name, ty=TensorType((rows,) + b.var.ty.shape, b.var.ty.dtype))
                 # the first lookup stands where the region's first embed was (source line
