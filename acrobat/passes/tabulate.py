@@ -101,18 +101,19 @@ class TabulateEmbeddings:
                 continue
             rows, defs, tabulated = plan
             seed = next(b.value for b in members if _is_lookup(b.value))
-            if all(_canon(x, defs) in cache for x in tabulated):
+            keys = {x: _canon(x, defs) for x in tabulated}
+            if all(key in cache for key in keys.values()):
                 tables = {}
             else:
                 # rows no instance may ever use can overflow (a sigmoid of a large row):
                 # their values are what the interpreter would compute, without its warning
                 with np.errstate(all="ignore"):
-                    tables = _evaluate(members, tabulated, rows, index, ctx.params)
+                    tables = _evaluate(members, defs, tabulated, rows, index, ctx.params)
                 if tables is None:
                     continue
             looked_up = []
             for i, x in enumerate(tabulated):
-                key = _canon(x, defs)
+                key = keys[x]
                 name = cache.get(key)
                 if name is None:
                     derived = ctx.derive("_tab", tables[x])
@@ -218,16 +219,18 @@ def _width(b: Binding) -> int:
     return int(b.var.ty.shape[0])
 
 
-def _evaluate(members, exports, rows: int, index: str, params) -> dict[str, np.ndarray] | None:
+def _evaluate(
+    members, defs, exports, rows: int, index: str, params
+) -> dict[str, np.ndarray] | None:
     """Every export's value for every row, stacked: ``[rows, n]`` each. All rows at once
     where every op of the region has a stacked form (:func:`_stacked`), else row by row
     (``None`` when that would make more than :data:`EVAL_BUDGET` op calls)."""
     env = _walk(members, lambda e, env: _stacked(e, env, rows, params))
     if env is not None:
-        return {x: np.ascontiguousarray(env[x], dtype=_ty(members, x).dtype) for x in exports}
+        return {x: np.ascontiguousarray(env[x], dtype=defs[x].var.ty.dtype) for x in exports}
     if rows * sum(isinstance(m.value, OpCall) for m in members) > EVAL_BUDGET:
         return None
-    return _row_by_row(members, exports, rows, index, params)
+    return _row_by_row(members, defs, exports, rows, index, params)
 
 
 def _walk(members, op) -> dict[str, Any] | None:
@@ -284,9 +287,10 @@ def _stacked(e: OpCall, env: dict[str, Any], rows: int, params):
     return None
 
 
-def _row_by_row(members, exports, rows: int, index: str, params) -> dict[str, np.ndarray]:
+def _row_by_row(members, defs, exports, rows: int, index: str, params) -> dict[str, np.ndarray]:
     """:func:`_evaluate` one row at a time: the interpreter's own evaluation of each row."""
-    out = {x: np.empty((rows,) + _ty(members, x).shape, _ty(members, x).dtype) for x in exports}
+    types = {x: defs[x].var.ty for x in exports}
+    out = {x: np.empty((rows,) + types[x].shape, types[x].dtype) for x in exports}
 
     def value(a: Expr, env: dict[str, Any], v: int):
         if isinstance(a, ParamRef):
@@ -305,10 +309,6 @@ def _row_by_row(members, exports, rows: int, index: str, params) -> dict[str, np
         for x in exports:
             out[x][v] = env[x]
     return out
-
-
-def _ty(members, x: str) -> TensorType:
-    return next(b.var.ty for b in members if b.var.name == x)
 
 
 def _canon(x: str, defs: dict[str, Binding]) -> tuple:
