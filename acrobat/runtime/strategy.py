@@ -55,6 +55,11 @@ STRATEGIES = ("auto", "batched", "direct")
 Group = int  # the lowest batch size of a range of batch sizes
 
 
+def group_of(n: int) -> Group:
+    """The batch-size range a run of ``n >= 1`` instances counts in (1, 2-3, 4-7, ...)."""
+    return 1 << (n.bit_length() - 1)
+
+
 def _group_name(lo: int) -> str:
     hi = 2 * lo - 1
     return f"batch size {lo}" if lo == hi else f"batch sizes {lo}-{hi}"
@@ -125,7 +130,7 @@ class StrategyChooser:
         self.check(strategy)
         group = None
         if policy == "acrobat" and backend == "numpy" and memory_limit is None and n:
-            group = 1 << (n.bit_length() - 1) if trace_level == "off" else None
+            group = group_of(n) if trace_level == "off" else None
         if strategy != "auto":
             return strategy, f"strategy={strategy!r} was asked for", group
         if group is None:
@@ -161,7 +166,7 @@ class StrategyChooser:
     def settled(self, n: int) -> bool:
         """Whether ``auto`` has measured both strategies at batch size ``n`` (and so runs
         the one it chose, re-measuring the other now and then)."""
-        g = self.groups.get(1 << (n.bit_length() - 1)) if n else None
+        g = self.groups.get(group_of(n)) if n else None
         return self.warmed and g is not None and g.settled()
 
     def observe(self, group: Group | None, strategy: str, total_ms: float, nodes: int) -> None:
