@@ -3,7 +3,10 @@ runs, then N runs; every time is the median with its spread (``*_q1_ms``, ``*_q3
 ``*_min_ms``, ``*_max_ms``), and every row records the machine's load (``load_avg``,
 ``cpu_busy``, ``other_busy``) and the BLAS that ran with its threads (``blas``,
 ``blas_threads``, ``threads``: the policy's reason, and
-``OPENBLAS_NUM_THREADS`` as set in the environment, ``""`` when unset).
+``OPENBLAS_NUM_THREADS`` as set in the environment, ``""`` when unset), and for acrobat
+rows the native kernel's state (``native``, :func:`acrobat.native.status`) and what
+compiling or loading the process's JIT parts cost (``jit_ms``, once per process, outside
+every timed run).
 
 A row is a flat dict (JSON-ready). Times are milliseconds for the whole batch:
 ``gen_ms`` (DFG construction: the host program plus record arrays), ``sched_ms``,
@@ -66,6 +69,8 @@ def blas_fields(stats=None) -> dict[str, Any]:
             "blas_threads": stats["blas_threads"],
             "threads": stats["threads"],
             "openblas_num_threads": env,
+            "native": stats["native"],
+            "jit_ms": round(stats["jit_ms"], 1),
         }
     b = blas_threads.blas()
     n = b.get()
@@ -74,6 +79,8 @@ def blas_fields(stats=None) -> dict[str, Any]:
         "blas_threads": n,
         "threads": "BLAS default",
         "openblas_num_threads": env,
+        "native": "",
+        "jit_ms": 0.0,
     }
 
 

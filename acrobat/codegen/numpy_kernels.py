@@ -30,11 +30,13 @@ from typing import Any
 
 import numpy as np
 
+from acrobat import native
 from acrobat.codegen import ident, missing_rule
 from acrobat.errors import IndexOutOfRange
 from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
 from acrobat.ir.traversal import walk
 from acrobat.ir.types import FLOAT, TensorType, TupleType
+from acrobat.native import dense_rows
 
 
 @dataclass(frozen=True)
@@ -257,14 +259,29 @@ numpy_elementwise("sigmoid", "_sigmoid({0}{out})", helpers={"_sigmoid": _sigmoid
 numpy_elementwise("gelu", "_gelu({0})", takes_out=False, helpers={"_gelu": _gelu})
 
 
-@numpy_rule("dense", helpers={"_dense_by_value": dense_by_value})
+@numpy_rule("dense", helpers={"_dense_by_value": dense_by_value, "_dense_rows": dense_rows})
 def _dense(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[str, bool]:
     """``target = x @ W.T (+ b)``; the bias is added in place when the product already
     has the result's batched shape."""
     (x, xb, xr), (w, wb, _) = ops[:2]
     if wb:  # a weight that arrived as a batched value ([B, out, in])
         code = f"_dense_by_value(np, {x}, {w}, {xr}, {xb}, True)"
-    else:
+    elif xb and xr == 1 and isinstance(e.args[1], ParamRef) and gen.use_workspace:
+        # rows [B, in] times a resident weight: the native kernel for few rows
+        # (acrobat.native), NumPy's matmul for more; the weight's panels are packed once
+        panels = gen.panels(e.args[1].name)
+        if panels is not None:
+            wt = gen.weight(e.args[1].name, transposed=True)
+            dest = gen.slot(e.ty)[len(", out=") :]
+            bias = ops[2] if len(ops) > 2 else None
+            if bias is None or bias[1]:  # no bias, or a batched one: added after
+                gen.emit(f"{target} = _dense_rows({x}, {wt}, {panels}, {dest})")
+                if bias is not None:
+                    gen.emit(f"{target} += {gen.batched_like(bias, len(e.ty.shape))}")
+            else:
+                gen.emit(f"{target} = _dense_rows({x}, {wt}, {panels}, {dest}, {bias[0]})")
+            return target, True
+    if not wb:
         wt = (
             gen.weight(e.args[1].name, transposed=True)
             if isinstance(e.args[1], ParamRef)
@@ -504,6 +521,17 @@ class _KernelGen:
             a = self.weights[w]
             self.ns[key] = np.ascontiguousarray(a.T) if transposed else a
         return key
+
+    def panels(self, w: str) -> str | None:
+        """The name of weight ``w``'s panels for the native kernel (``acrobat.native.pack``
+        of its transpose, made once per kernel), or None when the native kernel is off
+        or cannot take this weight (then the product is NumPy's ``matmul``)."""
+        if native.load() is None:
+            return None
+        key = ident("W_", w) + "_P"
+        if key not in self.ns:
+            self.ns[key] = native.pack(self.ns[self.weight(w, transposed=True)])
+        return key if self.ns[key] is not None else None
 
     def operand(self, e) -> tuple[str, bool, int]:
         """(code, batched?, per-instance rank)."""

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from acrobat import native
 from acrobat.backends import get_backend
 from acrobat.codegen.host import LOOP_MESSAGE
 from acrobat.codegen.records import ARGS, INST, OUT, STRIDE, float_bits
@@ -122,10 +123,14 @@ class RunStats(Mapping):
             not a host-BLAS backend).
         threads: why that many (the policy of :mod:`acrobat.runtime.threads`:
             ``"auto: N of M (others busy ...)"`` or ``"forced N (threads=N)"``).
-        jit_ms: what this process spent compiling, or loading from numba's disk cache,
-            the leveling scheduler (:mod:`acrobat.runtime.leveling`): paid once, when the
-            first program that levels is prepared, and never inside a run's ``total_ms``
-            (0 when nothing levels).
+        jit_ms: what this process spent compiling, or loading from disk caches, the
+            leveling scheduler (:mod:`acrobat.runtime.leveling`, numba) and the native
+            small-row GEMM (:mod:`acrobat.native`, C): paid once, when the first program
+            that needs them is prepared, and never inside a run's ``total_ms`` (0 when
+            nothing needed them).
+        native: the native kernel's state in this process (:func:`acrobat.native.status`:
+            ``"built"``, ``"loaded"`` from the disk cache, ``"not loaded"``, or ``"off
+            (why)"``); when off, every product runs on NumPy's ``matmul``.
     """
 
     gen_ms: float = 0.0
@@ -152,6 +157,7 @@ class RunStats(Mapping):
     blas_threads: int = 0
     threads: str = ""
     jit_ms: float = 0.0
+    native: str = ""
 
     def __getitem__(self, key: str) -> Any:
         if key not in _STAT_NAMES:
@@ -358,6 +364,8 @@ class Runtime:
             outputs, trace = self.direct.run(instances, stats, trace_level)
         finally:
             self.thread_stats(stats)
+        stats.jit_ms = leveling_jit_ms() + native.load_ms()
+        stats.native = native.status()
         if trace_level != "off":  # after thread_stats: the summary has the thread facts
             trace.emit(RunSummary(dict(stats)))
         self.chooser.observe(group, "direct", stats.total_ms, stats.nodes)
@@ -502,7 +510,8 @@ class Runtime:
         stats.host_us_per_launch = host_ms * 1e3 / stats.launches if stats.launches else 0.0
         stats.peak_arena_bytes = self.pool.peak_bytes
         stats.instances = n_instances
-        stats.jit_ms = leveling_jit_ms()
+        stats.jit_ms = leveling_jit_ms() + native.load_ms()
+        stats.native = native.status()
         # the lower bound waits until someone reads it (see RunStats), unless traced
         stats._bound, stats._dfgs = None, tuple(dfg for dfg, _ in st.passes)
         if st.traced:

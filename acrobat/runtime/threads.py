@@ -39,6 +39,7 @@ import time
 
 import numpy  # noqa: F401  (loads the BLAS, so that threadpoolctl finds it)
 
+from acrobat import native
 from acrobat.errors import AcrobatError
 
 try:
@@ -226,11 +227,13 @@ class ThreadPlan:
                 f"auto: {self.used} of {self.found} (others busy {others:.1f} of {cpus()} cores)"
             )
         b.set(self.used)
+        native.set_threads(self.used)  # which products its one-thread kernel takes
 
     def end(self) -> int:
         """Restore the BLAS; returns the threads the run used (0: none controlled)."""
         if self.active:
             self.blas.set(self.found)
+            native.set_threads(self.found)
             # close the load window here, so that the next run's begin() judges the time
             # since this run ended (when that is long enough) rather than this run too
             _OTHERS.estimate(cpus())

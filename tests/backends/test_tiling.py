@@ -71,7 +71,9 @@ def test_a_tiled_call_writes_what_one_call_writes(model, contiguous):
             tiles = [np.full(s, np.nan, np.float32) for s in shapes]
             assert tiling.tiled(fn, rows)(B, *args, out=tiles) is None
             for w, t in zip(whole, tiles):
-                np.testing.assert_array_equal(t, w)
+                # equal up to the BLAS's summation order, which may change with the row
+                # count (OpenBLAS's kernels for a few rows differ on some CPUs)
+                np.testing.assert_allclose(t, w, rtol=1e-6, atol=1e-7)
         checked += 1
     assert checked >= len(prog.kernels) // 2
 
@@ -90,7 +92,7 @@ def test_runs_with_every_kernel_tiled_equal_the_reference(model, monkeypatch):
     src = "".join(e.source for e in res.trace.events if type(e).__name__ == "KernelCompiled")
     assert "called in tiles of 1 rows" in src
     for x, got, ref in zip(xs, res.outputs, want):
-        assert acrobat.values_equal(got, ref), x
+        assert acrobat.values_equal(got, ref, rtol=1e-6, atol=1e-7), x  # (BLAS order)
         assert acrobat.values_equal(
             got, acrobat.evaluate(spec.module, x, spec.params), rtol=1e-4, atol=1e-5
         )

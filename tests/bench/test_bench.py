@@ -96,8 +96,11 @@ def test_run_prints_one_json_row(capsys):
         "blas_threads",
         "threads",
         "openblas_num_threads",
+        "native",
+        "jit_ms",
     ):
         assert k in row
+    assert row["native"] == acrobat.native.status()
     assert row["total_min_ms"] <= row["total_q1_ms"] <= row["total_ms"] <= row["total_q3_ms"]
     assert row["total_q3_ms"] <= row["total_max_ms"]
 

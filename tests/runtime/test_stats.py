@@ -37,6 +37,7 @@ FIELDS = (
     "blas_threads",
     "threads",
     "jit_ms",
+    "native",
 )
 
 
@@ -102,3 +103,12 @@ def test_jit_cost_of_the_leveling_scheduler_is_shown_and_outside_the_run():
     assert res.stats.jit_ms > 0
     again = acrobat.run(program("treelstm"), xs, strategy="batched")
     assert again.stats.jit_ms == res.stats.jit_ms  # once per process
+
+
+def test_the_native_kernel_state_is_shown_in_stats():
+    xs, _ = batch("treelstm", 3, 0)
+    for strategy in ("batched", "direct"):
+        stats = acrobat.run(program("treelstm"), xs, strategy=strategy).stats
+        assert stats.native == acrobat.native.status()
+        assert stats.native in ("built", "loaded") or stats.native.startswith("off (")
+        assert stats.jit_ms >= acrobat.native.load_ms()

@@ -1,0 +1,216 @@
+"""acrobat.native: the small-row GEMM built from C on first use, and its NumPy fallback.
+
+The kernel must equal ``x @ W.T (+ b)`` for every shape and layout it accepts, decline
+(answer False, write nothing) every one it does not, and the generated kernels must give
+the same model outputs with it on or off.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import acrobat
+from acrobat import native
+from acrobat.runtime.run import prepare
+from tests.runtime.helpers import batch
+
+needs_native = pytest.mark.skipif(
+    native.load() is None, reason=f"native kernel unavailable here: {native.status()}"
+)
+
+
+def _operands(m, k, n, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    return x, w, b
+
+
+def test_the_kernel_builds_here():
+    # this project's machines (x86-64 with AVX2, gcc) must run the native path, or the
+    # speed it buys is silently lost
+    if sys.platform.startswith("linux") and os.uname().machine == "x86_64":
+        assert native.load() is not None, native.status()
+        assert native.status() in ("built", "loaded")
+
+
+@needs_native
+@pytest.mark.parametrize("n", [8, 16, 24, 256, 1280])
+@pytest.mark.parametrize("m", [1, 2, 5, 6, 7, 12, 13, 32])
+@pytest.mark.parametrize("k", [0, 1, 7, 256])
+def test_sgemm_equals_numpy(m, k, n):
+    x, w, b = _operands(m, k, n, seed=m * 1000 + k + n)
+    wt = np.ascontiguousarray(w.T)
+    panels = native.pack(wt)
+    assert panels.shape == (-(-n // 16), k, 16)
+    for bias in (None, b):
+        out = np.full((m, n), np.nan, np.float32)
+        assert native.load().sgemm(x, panels, out, bias) is True
+        want = x @ wt + (0 if bias is None else bias)
+        np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-5 * max(1, k))
+
+
+@needs_native
+def test_strided_rows_in_and_out():
+    x, w, b = _operands(9, 64, 40)
+    big = np.zeros((9, 100), np.float32)
+    big[:, 10:74] = x
+    xs = big[:, 10:74]  # rows 400 bytes apart, unit stride inside a row
+    out_big = np.zeros((9, 50), np.float32)
+    out = out_big[:, 5:45]
+    wt = np.ascontiguousarray(w.T)
+    assert native.load().sgemm(xs, native.pack(wt), out, b)
+    np.testing.assert_allclose(out, x @ wt + b, rtol=2e-5, atol=1e-4)
+    assert not out_big[:, :5].any() and not out_big[:, 45:].any()  # nothing else written
+
+
+@needs_native
+def test_a_row_gives_the_same_bits_whatever_its_batch():
+    x, w, _ = _operands(32, 256, 256)
+    panels = native.pack(np.ascontiguousarray(w.T))
+    mod = native.load()
+    whole = np.empty((32, 256), np.float32)
+    mod.sgemm(x, panels, whole, None)
+    for m in (1, 3, 7, 13):
+        part = np.empty((m, 256), np.float32)
+        mod.sgemm(x[5 : 5 + m], panels, part, None)
+        assert np.array_equal(part, whole[5 : 5 + m])
+
+
+@needs_native
+def test_unsupported_layouts_are_declined_and_nothing_is_written():
+    mod = native.load()
+    x, w, b = _operands(4, 32, 16)
+    panels = native.pack(np.ascontiguousarray(w.T))
+    out = np.full((4, 16), 7.0, np.float32)
+    declined = [
+        (x.astype(np.float64), panels, out, None),  # not float32
+        (np.asfortranarray(x), panels, out, None),  # no unit stride along K
+        (x, panels, np.asfortranarray(out), None),  # nor along N
+        (x[:, :16], panels, out, None),  # K does not match the panels
+        (x, panels, out[:3], None),  # M does not match
+        (x, panels, out, b[:8]),  # bias of the wrong length
+        (x, panels, out, b.astype(np.float64)),
+        (x, panels[:, :, :8].copy(), out, None),  # panels not 16 wide
+        (x, panels, out.reshape(4, 2, 8), None),  # not 2-d
+    ]
+    for args in declined:
+        assert mod.sgemm(*args) is False
+        assert (out == 7.0).all()
+    alias = np.zeros((4, 48), np.float32)  # the output overlaps the input
+    alias[:, :32] = x
+    assert mod.sgemm(alias[:, :32], panels, alias[:, 32:48], None) is False
+    with pytest.raises(TypeError):
+        mod.sgemm(x, panels, out)
+
+
+def test_pack_refuses_what_the_kernel_cannot_take():
+    assert native.pack(np.zeros((4, 12), np.float32)) is None  # N not a multiple of 8
+    assert native.pack(np.zeros((4, 16), np.float64)) is None
+    assert native.pack(np.zeros((2, 4, 16), np.float32)) is None
+
+
+def test_dense_rows_falls_back_to_numpy_beyond_small_rows_and_when_off(monkeypatch):
+    x, w, b = _operands(native.SMALL_ROWS + 5, 16, 12)  # N = 12: no panels
+    wt = np.ascontiguousarray(w.T)
+    out = np.empty((x.shape[0], 12), np.float32)
+    np.testing.assert_allclose(native.dense_rows(x, wt, None, out, b), x @ wt + b, rtol=1e-5)
+    monkeypatch.setattr(native, "_module", None)
+    monkeypatch.setattr(native, "_status", "off (test)")
+    out2 = np.empty_like(out)
+    np.testing.assert_allclose(native.dense_rows(x[:4], wt, None, out2[:4], b), x[:4] @ wt + b)
+
+
+def _fresh_process(env_extra: dict, tmp_path) -> str:
+    code = (
+        "from acrobat import native; native.load(); print(native.status()); print(native.load_ms())"
+    )
+    env = {**os.environ, "ACROBAT_CACHE_DIR": str(tmp_path), **env_extra}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()[0]
+
+
+@needs_native
+def test_built_once_then_loaded_from_the_disk_cache(tmp_path):
+    assert _fresh_process({}, tmp_path) == "built"
+    assert _fresh_process({}, tmp_path) == "loaded"
+    assert len(list(tmp_path.glob("_acrobat_native-*"))) == 1
+
+
+def test_off_without_a_compiler_or_when_asked(tmp_path):
+    assert _fresh_process({"ACROBAT_NATIVE": "0"}, tmp_path) == "off (ACROBAT_NATIVE=0)"
+    status = _fresh_process({"CC": "/nonexistent/cc"}, tmp_path)
+    assert status.startswith("off (") and "/nonexistent/cc" in status
+
+
+def _without_native(monkeypatch, prog):
+    monkeypatch.setattr(native, "_module", None)
+    monkeypatch.setattr(native, "_status", "off (test)")
+    return prepare(prog, "numpy")
+
+
+@needs_native
+@pytest.mark.parametrize("model", ["treelstm", "birnn", "nestedrnn", "drnn", "stackrnn"])
+def test_model_outputs_are_the_same_with_the_native_kernel_on_and_off(model, monkeypatch):
+    spec = acrobat.models.load(model, size="tiny")
+    xs, _ = batch(model, 5, 0)
+    on = acrobat.compile(spec.module, spec.params)
+    assert any("_dense_rows(" in src for src in prepare(on, "numpy").sources.values())
+    res_on = acrobat.run(on, xs, strategy="batched")
+    off = acrobat.compile(spec.module, spec.params)
+    runtime_off = _without_native(monkeypatch, off)
+    assert not any("_dense_rows(" in src for src in runtime_off.sources.values())
+    res_off = acrobat.run(off, xs, strategy="batched")
+    for a, b, x in zip(res_on.outputs, res_off.outputs, xs):
+        assert acrobat.values_equal(a, b, rtol=1e-4, atol=1e-5)
+        assert acrobat.values_equal(a, spec.evaluate(x), rtol=1e-4, atol=1e-5)
+
+
+@needs_native
+def test_the_rule_follows_the_blas_threads(monkeypatch):
+    calls = []
+    real = native.load()
+
+    class Spy:
+        def sgemm(self, *args):
+            calls.append(args[0].shape[0])
+            return real.sgemm(*args)
+
+    monkeypatch.setattr(native, "_module", Spy())
+    x, w, _ = _operands(48, 256, 256)
+    wt = np.ascontiguousarray(w.T)
+    panels = native.pack(wt)
+    out = np.empty((48, 256), np.float32)
+    try:
+        native.set_threads(1)  # one BLAS thread: native up to SMALL_ROWS rows
+        native.dense_rows(x, wt, panels, out)
+        native.dense_rows(x[:8], wt, panels, out[:8])
+        assert calls == [48, 8]
+        calls.clear()
+        native.set_threads(2)  # two: only the small products (48 x 256 x 256 > 2.5e6)
+        native.dense_rows(x, wt, panels, out)
+        native.dense_rows(x[:8], wt, panels, out[:8])
+        assert calls == [8]
+        np.testing.assert_allclose(out, x @ wt, rtol=1e-5, atol=1e-4)
+    finally:
+        native.set_threads(2)
+
+
+def test_a_run_sets_the_rule_from_its_threads(monkeypatch):
+    seen = []
+    monkeypatch.setattr(native, "set_threads", seen.append)
+    xs, _ = batch("birnn", 2, 0)
+    spec = acrobat.models.load("birnn", size="tiny")
+    prog = acrobat.compile(spec.module, spec.params)
+    res = acrobat.run(prog, xs, strategy="batched", threads=1)
+    if res.stats.blas_threads:  # a BLAS under control: the run told the rule
+        assert seen[0] == 1
