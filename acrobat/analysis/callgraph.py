@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -38,7 +39,22 @@ def callees_of(body) -> list[str]:
     return out
 
 
+_GRAPHS: dict[int, tuple[weakref.ref, CallGraphResult]] = {}  # id(module) -> its graph
+
+
 def call_graph(m: Module) -> CallGraphResult:
+    """The call graph of ``m``: made once per module object (modules are immutable, and
+    a compile asks for the graph of one module many times) and kept while it lives."""
+    entry = _GRAPHS.get(id(m))
+    if entry is not None and entry[0]() is m:
+        return entry[1]
+    result = _call_graph(m)
+    key = id(m)
+    _GRAPHS[key] = (weakref.ref(m, lambda _r: _GRAPHS.pop(key, None)), result)
+    return result
+
+
+def _call_graph(m: Module) -> CallGraphResult:
     """Tarjan's algorithm with an explicit stack (no recursion limit)."""
     callees = {f.name: tuple(callees_of(f.body)) for f in m.functions}
     index: dict[str, int] = {}

@@ -24,6 +24,7 @@ starts after the deepest hoisted level.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -151,20 +152,37 @@ def static_depths(m: Module, step: Callable[[Expr, Module], bool] = is_kernel_st
     }
     returns: dict[str, object] = {f.name: _bottom(f.ret) for f in m.functions}
     sites: dict[tuple[str, str], object] = {}
-    changed = True
-    while changed:
-        changed = False
-        for f in m.functions:
-            if f.is_kernel:
-                continue
-            interp = _Interp(m, f.name, cap, step, params, returns, sites, free)
-            env = {p.name: d for p, d in zip(f.params, params[f.name])}
-            ret = interp.value(f.body, env)
-            new = _widen(join(returns[f.name], ret), cap)
-            if new != returns[f.name]:
-                returns[f.name] = new
-                changed = True
-            changed |= interp.changed
+    # A worklist, callees first (the call graph's components in reverse topological
+    # order, then module order): a function is evaluated again only when a return it read
+    # or its own parameters grew. The lattice is finite (0..cap, TOP) and every step is
+    # monotone, so this reaches the same least fixed point as evaluating every function
+    # until nothing changes, which it replaced: a recursive function climbing towards
+    # ``cap`` one level per round made every other function follow it, round after round
+    # (90-110 rounds of 18 functions on generated programs).
+    order = {f.name: i for i, f in enumerate(m.functions)}
+    rank = {name: r for r, scc in enumerate(call_graph(m).sccs) for name in scc}
+    callers: dict[str, set[str]] = {}  # who read each function's return so far
+    heap = [(rank.get(f.name, -1), order[f.name], f.name) for f in m.functions if not f.is_kernel]
+    heapq.heapify(heap)
+    queued = {name for _, _, name in heap}
+    while heap:
+        _, _, name = heapq.heappop(heap)
+        queued.discard(name)
+        f = m.function_map[name]
+        interp = _Interp(m, name, cap, step, params, returns, sites, free)
+        env = {p.name: d for p, d in zip(f.params, params[name])}
+        ret = interp.value(f.body, env)
+        for callee in interp.called:
+            callers.setdefault(callee, set()).add(name)
+        again = set(interp.grown)  # callees whose parameters grew
+        new = _widen(join(returns[name], ret), cap)
+        if new != returns[name]:
+            returns[name] = new
+            again |= callers.get(name, set())
+        for g in again:
+            if g not in queued:
+                queued.add(g)
+                heapq.heappush(heap, (rank.get(g, -1), order[g], g))
     return DepthResult({k: flat(v) for k, v in sites.items()}, cap)
 
 
@@ -185,14 +203,16 @@ class _Interp:
         self.m, self.fn, self.cap, self.step = m, fn, cap, step
         self.params, self.returns, self.sites = params, returns, sites
         self.free = free  # step-free functions (step_free)
-        self.changed = False
+        self.called: set[str] = set()  # functions whose return this evaluation read
+        self.grown: set[str] = set()  # functions whose parameters it made grow
 
     def call(self, callee: str, args: list) -> object:
         old = self.params[callee]
         new = [_widen(join(o, a), self.cap) for o, a in zip(old, args)]
         if new != old:
             self.params[callee] = new
-            self.changed = True
+            self.grown.add(callee)
+        self.called.add(callee)
         ret = self.returns[callee]
         if callee in self.free:
             # the summary joins every call site; this call's own arguments bound its

@@ -160,10 +160,20 @@ class TraceInstrument(Instrument):
 
     def __init__(self, trace: Trace):
         self.trace = trace
+        self.last: tuple[Module, str] | None = None  # the last module printed, and its text
+
+    def _text(self, module: Module) -> str:
+        """``module.pretty()``, printed once: a pass's input is the previous pass's output,
+        and a pass that changes nothing returns its input (printing was a sixth of a
+        compile)."""
+        if self.last is None or self.last[0] is not module:
+            self.last = (module, module.pretty())
+        return self.last[1]
 
     def after(self, p, before, after, ctx, ms):
         summary = "\n".join(ctx.last_notes)
-        self.trace.emit(PassApplied(p.name, before.pretty(), after.pretty(), summary, ms))
+        text_before = self._text(before)
+        self.trace.emit(PassApplied(p.name, text_before, self._text(after), summary, ms))
 
 
 class VerifyInstrument(Instrument):
