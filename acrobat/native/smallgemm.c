@@ -2,7 +2,7 @@
  *
  * Why: OpenBLAS packs the whole weight for every sgemm call, so a product of a few rows
  * (the top levels of a tree, the last steps of a batch of sentences, a batch of 8) pays
- * for packing a 256 KB - 2.6 MB weight at each launch: 2 rows can cost 3-4x one row (see
+ * for packing a 256 KB - 2.6 MB weight at each launch: 2 rows can cost 4-5x one row (see
  * docs/architecture.md, "Small GEMMs"). Weights are constants here, so they are packed
  * once, when a kernel is compiled, into panels of 16 columns ([ceil(N / 16), K, 16],
  * zero-padded); this kernel streams each panel once and keeps up to 6 x 16 accumulators
