@@ -39,9 +39,21 @@ def _timed(page) -> str:
     return _text(_status(page))
 
 
-def test_two_policies_on_the_same_schedule_are_within_noise(explorer, page):
-    """MV-RNN small, 64 instances: acrobat and dynet-depth launch the same 12 batches; the
-    page shows medians with spreads and calls no winner."""
+def _spreads(text: str) -> dict[str, tuple[float, float, float]]:
+    """Each policy's (median, IQR low, IQR high) as the status line shows them."""
+    pat = r"(acrobat|dynet-depth|dynet-agenda|eager) ([\d.]+) ms \(IQR ([\d.]+)–([\d.]+)"
+    return {m[0]: (float(m[1]), float(m[2]), float(m[3])) for m in re.findall(pat, text)}
+
+
+def test_two_policies_on_the_same_schedule_get_a_verdict_their_spreads_support(explorer, page):
+    """MV-RNN small, 64 instances: acrobat and dynet-depth launch the same 12 batches; the page
+    shows both medians with their spreads, and its verdict follows them: "within noise" when
+    the IQRs overlap, a winner only when they are apart (then in bold in Compare too).
+
+    The two are close but not equal: dynet-depth's scheduler, Python over every node, costs
+    2-3 ms more per run on this model (sched_ms 2.0 vs 0.3, measured interleaved), which a
+    quiet machine can resolve; so either verdict may be right, and the test checks that the
+    one shown is the one the shown numbers support."""
     from playwright.sync_api import expect
 
     with explorer.log_on_failure():
@@ -56,21 +68,23 @@ def test_two_policies_on_the_same_schedule_are_within_noise(explorer, page):
         expect(summary).to_contain_text("B · dynet-depth")
         launches = [int(n) for n in _batches(_text(summary))]
         assert launches[0] == launches[1], f"not the same schedule: {_text(summary)}"
-        # A shared machine can separate two equal configurations by chance once, and a busy
-        # one makes the page refuse to call anything: measure again (up to three times). Two
-        # measurements apart would be a real difference, and fail the test.
-        for _ in range(2):
-            if "within noise" in text:
-                break
-            page.locator(".run-button button").click()
-            expect(_status(page)).not_to_contain_text("IQR", timeout=TIMEOUT_MS)
-            text = _timed(page)
-        assert "within noise" in text, text
-        assert "faster" not in text
+        spreads = _spreads(text)
+        assert set(spreads) == {"acrobat", "dynet-depth"}, text
+        (ma, la, ha), (mb, lb, hb) = spreads["acrobat"], spreads["dynet-depth"]
+        assert la <= ma <= ha and lb <= mb <= hb, text
+        apart = ha < lb or hb < la
+        if apart:
+            assert "within noise" not in text and "faster than" in text, text
+            fast, slow = ("acrobat", "dynet-depth") if ma < mb else ("dynet-depth", "acrobat")
+            assert f"{fast} is" in text and f"faster than {slow}" in text, text
+            assert max(ma, mb) / min(ma, mb) < 1.5, f"not close for one schedule: {text}"
+        else:
+            assert "within noise" in text and "faster" not in text, text
         page.locator(".bk-tab", has_text="Compare").first.click()
         table = page.locator(".compare-table").first
         expect(table).to_contain_text("dynet-depth")
-        assert "<b>" not in table.inner_html()  # no winner in bold either
+        if not apart:
+            assert "<b>" not in table.inner_html()  # no winner in bold either
         if SHOTS:
             page.screenshot(path=f"{SHOTS}/explorer_compare_within_noise.png")
 
