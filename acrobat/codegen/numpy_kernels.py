@@ -266,28 +266,19 @@ def _dense(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple
     (x, xb, xr), (w, wb, _) = ops[:2]
     if wb:  # a weight that arrived as a batched value ([B, out, in])
         code = f"_dense_by_value(np, {x}, {w}, {xr}, {xb}, True)"
-    elif xb and xr == 1 and isinstance(e.args[1], ParamRef) and gen.use_workspace:
+    elif not isinstance(e.args[1], ParamRef):
+        code = f"np.matmul({x}, {w}.T{gen.slot(e.ty) if xb else ''})"
+    else:
+        wt = gen.weight(e.args[1].name, transposed=True)
         # rows [B, in] times a resident weight: the native kernel for few rows
-        # (acrobat.native), NumPy's matmul for more; the weight's panels are packed once
-        panels = gen.panels(e.args[1].name)
-        if panels is not None:
-            wt = gen.weight(e.args[1].name, transposed=True)
-            dest = gen.slot(e.ty)[len(", out=") :]
-            bias = ops[2] if len(ops) > 2 else None
-            if bias is None or bias[1]:  # no bias, or a batched one: added after
-                gen.emit(f"{target} = _dense_rows({x}, {wt}, {panels}, {dest})")
-                if bias is not None:
-                    gen.emit(f"{target} += {gen.batched_like(bias, len(e.ty.shape))}")
-            else:
-                gen.emit(f"{target} = _dense_rows({x}, {wt}, {panels}, {dest}, {bias[0]})")
-            return target, True
-    if not wb:
-        wt = (
-            gen.weight(e.args[1].name, transposed=True)
-            if isinstance(e.args[1], ParamRef)
-            else f"{w}.T"
-        )
-        code = f"np.matmul({x}, {wt}{gen.slot(e.ty) if xb else ''})"
+        # (acrobat.native, the weight's panels packed once), NumPy's matmul for more
+        panels = gen.panels(e.args[1].name) if xb and xr == 1 and gen.use_workspace else None
+        if panels is None:
+            code = f"np.matmul({x}, {wt}{gen.slot(e.ty) if xb else ''})"
+        elif len(ops) > 2 and not ops[2][1]:  # a resident bias: folded into the kernel
+            return f"_dense_rows({x}, {wt}, {panels}, {gen.buffer(e.ty)}, {ops[2][0]})", True
+        else:
+            code = f"_dense_rows({x}, {wt}, {panels}, {gen.buffer(e.ty)})"
     batched = xb or wb or (len(ops) > 2 and ops[2][1])
     if len(ops) == 2:
         return code, batched
@@ -551,12 +542,14 @@ class _KernelGen:
                 self.uses[x.name] = self.uses.get(x.name, 0) + 1
         self.owned: set[str] = set()
 
+    def buffer(self, ty: TensorType) -> str:
+        """A new workspace view for a batched result of type ``ty`` (needs the workspace)."""
+        self.slots.append((tuple(ty.shape), ty.dtype))
+        return f"_buf({len(self.slots) - 1}, B)"
+
     def slot(self, ty: TensorType) -> str:
         """``, out=<workspace view>`` for a batched result of type ``ty``."""
-        if not self.use_workspace:
-            return ""
-        self.slots.append((tuple(ty.shape), ty.dtype))
-        return f", out=_buf({len(self.slots) - 1}, B)"
+        return f", out={self.buffer(ty)}" if self.use_workspace else ""
 
     def reusable(self, e, out_ty) -> str | None:
         """The buffer of operand ``e`` if the op's result may be written over it."""

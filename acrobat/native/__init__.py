@@ -171,7 +171,7 @@ def dense_rows(x, wt, panels, out, bias=None):
     ``panels``, :func:`pack` of it, or None): the native kernel for a product small enough
     (:data:`SMALL_ROWS`, :func:`set_threads`) whose layouts suit it, else NumPy. Returns
     ``out``."""
-    mod = _module if _status != "not loaded" else load()
+    mod = load()
     if mod is not None and panels is not None and x.ndim == 2:
         m = x.shape[0]
         small = m <= SMALL_ROWS and m * x.shape[1] * out.shape[1] <= _max_macs

@@ -172,8 +172,7 @@ class TraceInstrument(Instrument):
 
     def after(self, p, before, after, ctx, ms):
         summary = "\n".join(ctx.last_notes)
-        text_before = self._text(before)
-        self.trace.emit(PassApplied(p.name, text_before, self._text(after), summary, ms))
+        self.trace.emit(PassApplied(p.name, self._text(before), self._text(after), summary, ms))
 
 
 class VerifyInstrument(Instrument):

@@ -364,8 +364,6 @@ class Runtime:
             outputs, trace = self.direct.run(instances, stats, trace_level)
         finally:
             self.thread_stats(stats)
-        stats.jit_ms = leveling_jit_ms() + native.load_ms()
-        stats.native = native.status()
         if trace_level != "off":  # after thread_stats: the summary has the thread facts
             trace.emit(RunSummary(dict(stats)))
         self.chooser.observe(group, "direct", stats.total_ms, stats.nodes)
@@ -485,10 +483,13 @@ class Runtime:
         st.spans.append(("execution", t3, t4))
 
     def thread_stats(self, stats: RunStats) -> None:
-        """Restore the BLAS threads and record what the run used."""
+        """Restore the BLAS threads and record what the run's kernels ran with: the BLAS
+        and its threads, the native kernel's state and what the JIT parts cost."""
         plan = self.threads
         stats.blas_threads = plan.end()
         stats.blas, stats.threads = plan.blas.name if plan.blas else "", plan.why
+        stats.jit_ms = leveling_jit_ms() + native.load_ms()
+        stats.native = native.status()
 
     def outputs(self, raw: list) -> list:
         """Each instance's result, its tensors read back as host arrays."""
@@ -510,8 +511,6 @@ class Runtime:
         stats.host_us_per_launch = host_ms * 1e3 / stats.launches if stats.launches else 0.0
         stats.peak_arena_bytes = self.pool.peak_bytes
         stats.instances = n_instances
-        stats.jit_ms = leveling_jit_ms() + native.load_ms()
-        stats.native = native.status()
         # the lower bound waits until someone reads it (see RunStats), unless traced
         stats._bound, stats._dfgs = None, tuple(dfg for dfg, _ in st.passes)
         if st.traced:
