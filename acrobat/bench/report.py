@@ -97,14 +97,16 @@ def _cell(r: dict | None) -> str:
 
 
 def _by_config(rows: list[dict]) -> dict[tuple, dict[str, dict]]:
-    """(model, size, batch) -> column name -> row (acrobat rows by policy; the others by
-    system; DyNet's fastest strategy also as ``dynet-best``)."""
+    """(model, size, batch) -> column name -> row: acrobat's rows as ``policy:<policy>``
+    (acrobat's ``dynet-depth`` policy is not DyNet's ``dynet-depth`` system: the names
+    must not meet), the others by system, and DyNet's fastest strategy also as
+    ``dynet-best``."""
     out: dict[tuple, dict[str, dict]] = defaultdict(dict)
     for r in rows:
         if r.get("system") in (None, "sgemm") or r.get("disabled"):
             continue
         cols = out[(r.get("model"), r.get("size"), r.get("batch"))]
-        name = r["policy"] if r["system"] == "acrobat" else r["system"]
+        name = f"policy:{r['policy']}" if r["system"] == "acrobat" else r["system"]
         cols[name] = r
         if r["system"].startswith("dynet-") and r.get("total_ms"):
             best = cols.get("dynet-best")
@@ -125,7 +127,7 @@ def summary(rows: list[dict]) -> str:
     )
     lines = [head, "|" + "---|" * 13]
     for (m, size, b), cols in _by_config(rows).items():
-        a = cols.get("acrobat")
+        a = cols.get("policy:acrobat")
         if a is None:
             continue
         best = cols.get("dynet-best")
@@ -135,8 +137,8 @@ def summary(rows: list[dict]) -> str:
         lines.append(
             f"| {m} | {size} | {b} | {_cell(a)} | {a.get('strategy_runs', a.get('strategy', ''))} | "
             f"{a.get('launches', '')} ({a.get('lower_bound', '')}) | "
-            f"{host} | {_cell(cols.get('dynet-depth'))} | "
-            f"{_cell(cols.get('eager'))} | {_cell(cols.get('eager-numpy'))} | "
+            f"{host} | {_cell(cols.get('policy:dynet-depth'))} | "
+            f"{_cell(cols.get('policy:eager'))} | {_cell(cols.get('eager-numpy'))} | "
             f"{_cell(cols.get('hand-batched'))} | {_cell(cols.get('torch-eager'))} | {dyn} |"
         )
     return "\n".join(lines) + "\n\n" + targets(rows)
@@ -148,13 +150,15 @@ def targets(rows: list[dict]) -> str:
     >= 1.0; TreeLSTM: >= 2.0 and, at batch 64, acrobat <= hand-batched."""
     out = []
     for (m, size, b), cols in _by_config(rows).items():
-        a = cols.get("acrobat")
+        a = cols.get("policy:acrobat")
         if a is None or not a.get("total_ms"):
             continue
         t = a["total_ms"]
         where = f"{m} {size} b{b}"
         base = [
-            cols[c]["total_ms"] for c in ("eager", "eager-numpy") if cols.get(c, {}).get("total_ms")
+            cols[c]["total_ms"]
+            for c in ("policy:eager", "eager-numpy")
+            if cols.get(c, {}).get("total_ms")
         ]
         if base:
             r = t / min(base)

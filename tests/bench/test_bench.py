@@ -177,6 +177,37 @@ def test_targets_say_met_or_missed():
     assert "acrobat / hand-batched = 0.86 (met" in text
 
 
+def test_acrobat_policies_and_dynet_systems_of_one_name_stay_apart():
+    """acrobat's ``dynet-depth`` policy (our runtime) and DyNet's ``dynet-depth`` system
+    (DyNet itself) are different columns of the summary, whichever row comes last."""
+    from acrobat.bench.report import summary
+
+    def row(system, policy, ms):
+        return {
+            "system": system,
+            "policy": policy,
+            "total_ms": ms,
+            "model": "birnn",
+            "size": "small",
+            "batch": 64,
+        }
+
+    for order in (1, -1):
+        rows = [
+            row("acrobat", "acrobat", 31.0),
+            row("acrobat", "dynet-depth", 33.0),
+            row("acrobat", "eager", 300.0),
+            row("dynet-depth", "depth", 27.0),
+            row("acrobat", "dynet-agenda", 50.0),
+            row("dynet-agenda", "agenda", 40.0),
+        ][::order]
+        line = next(x for x in summary(rows).splitlines() if x.startswith("| birnn |"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[3] == "31" and cells[7] == "33" and cells[8] == "300"
+        assert cells[-1] == "27 depth"
+        assert "DyNet best (depth) / acrobat = 0.87 (MISSED" in summary(rows)
+
+
 def test_busy_process_is_bounded_and_killed():
     calls = []
     busy = Busy(lambda: calls.append(1) or {"total_ms": 1.0}, seconds=30, lead=0.0)
