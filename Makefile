@@ -1,4 +1,4 @@
-# Developer and CI entry points: `make setup | test | lint | explorer | clean`.
+# Developer and CI entry points: `make setup | test | test-slow | lint | explorer | clean`.
 # `setup` is idempotent: system packages only when missing, pip only when pyproject.toml changed.
 
 VENV ?= .venv
@@ -6,9 +6,12 @@ PY = $(VENV)/bin/python
 PORT ?= 5006
 ADDRESS ?= localhost
 PYTEST_ARGS ?=
+# `make test` runs the default suite (tests marked `slow` left out: under 15 minutes on a
+# 2-core machine); `make test-slow` runs only those; CI (.ci/run) runs both.
+PYTEST_MARKS ?= not slow
 SYSTEM_PACKAGES = graphviz chromium
 
-.PHONY: setup system-packages test lint explorer notebooks peers bench clean
+.PHONY: setup system-packages test test-slow lint explorer notebooks peers bench clean
 
 setup: system-packages $(VENV)/.installed
 
@@ -34,11 +37,14 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 
 # pytest exits 5 when it collected nothing: say so loudly and fail rather than pass silently.
 test: setup
-	@$(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
+	@$(PY) -m pytest -m "$(PYTEST_MARKS)" $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then \
 		echo "*** pytest collected no tests: failing the run ***" >&2; exit 1; \
 	fi; \
 	exit $$status
+
+test-slow:
+	@$(MAKE) --no-print-directory test PYTEST_MARKS=slow
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

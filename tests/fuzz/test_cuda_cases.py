@@ -94,18 +94,28 @@ def _generated(n: int, seed: int):
     return [draw_case(ChoiceSource(seed=seed + i)) for i in range(n)]
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
-def test_generated_programs_compile_to_ptx(tmp_path):
-    """A sample of fuzzed programs: every kernel plan, default options and fusion off."""
+def _generated_compile_to_ptx(count: int, seed: int, tmp_path) -> int:
     progs = []
-    for drawn in _generated(30, seed=77 * 1000):
+    for drawn in _generated(count, seed=seed):
         module = acrobat.parse(drawn.source)
         params = acrobat.init_params(module, 0)
         progs.append(acrobat.compile(module, params))
         progs.append(
             acrobat.compile(module, params, options=acrobat.CompileOptions().without("fusion"))
         )
-    assert compile_programs_to_ptx(progs, tmp_path) > 50
+    return compile_programs_to_ptx(progs, tmp_path)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_generated_programs_compile_to_ptx(tmp_path):
+    """A sample of fuzzed programs: every kernel plan, default options and fusion off."""
+    assert _generated_compile_to_ptx(8, 77 * 1000, tmp_path) > 12
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+def test_more_generated_programs_compile_to_ptx(tmp_path):
+    assert _generated_compile_to_ptx(30, 79 * 1000, tmp_path) > 50
 
 
 @pytest.mark.skipif(GXX is None, reason="g++ is not installed")
