@@ -1,0 +1,58 @@
+"""The executor's flush plan (:meth:`Executor.plan`): all of a flush's bookkeeping done
+before its first launch must equal what allocating batch by batch gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import acrobat
+from acrobat.codegen.records import OUT
+from acrobat.models import load
+from acrobat.runtime.executor import Executor
+
+
+def _checked_plan(seen: list):
+    real = Executor.plan
+
+    def plan(self, dfg, sched):
+        tops = {i: a.top for i, a in enumerate(self.arena_list)}  # before the flush
+        steps = list(real(self, dfg, sched))
+        assert len(steps) == len(sched.batches)
+        for batch, (k, n, rec, cols, firsts, moved) in zip(sched.batches, steps):
+            assert k == batch.kernel and n == len(batch.nodes)
+            assert np.array_equal(rec, dfg.records[k][batch.nodes])
+            _, ins, outs, _ = self.plans[k]
+            for j, ((arena, index), first) in enumerate(zip(outs, firsts)):
+                assert first == tops[index]  # the next block of its arena, in launch order
+                tops[index] += n
+                assert first + n <= arena.top <= arena.buf.shape[0]  # allocated up front
+                ids = rec[:, OUT] + j
+                assert np.array_equal(self.row_of[ids], np.arange(first, first + n))
+                assert (self.arena_of[ids] == index).all()
+            expect_moved = 0
+            for (col, arena), got in zip(ins, cols):
+                want = rec[:, col] if arena is None else self.row_of[rec[:, col]]
+                assert np.array_equal(got, want)
+                if arena is not None and self.counts_copies:
+                    expect_moved += arena.scattered_bytes(want)
+            assert moved == expect_moved
+        seen.append(len(steps))
+        yield from steps
+
+    return plan
+
+
+@pytest.mark.parametrize("model", ["treelstm", "birnn", "drnn", "stackrnn", "nestedrnn"])
+@pytest.mark.parametrize("policy", ["acrobat", "dynet-agenda"])
+def test_plan_equals_allocating_batch_by_batch(model, policy, monkeypatch):
+    seen: list = []
+    monkeypatch.setattr(Executor, "plan", _checked_plan(seen))
+    spec = load(model, "tiny")
+    xs = spec.instances(6, seed=3)
+    prog = acrobat.compile(spec.module, spec.params)
+    for level in ("off", "batches"):
+        res = acrobat.run(prog, xs, policy=policy, strategy="batched", trace_level=level)
+        for x, out in zip(xs, res.outputs):
+            assert acrobat.values_equal(out, spec.evaluate(x), rtol=1e-4, atol=1e-5)
+    assert sum(seen) == 2 * res.stats["launches"]
