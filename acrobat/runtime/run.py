@@ -335,6 +335,10 @@ class Runtime:
             t_out = time.perf_counter()
             outputs = self.outputs(raw)
             st.spans.append(("outputs", t_out, time.perf_counter()))
+            # drop the host program's values before the collector is back: it would walk
+            # (and promote to an older generation) everything still referenced
+            del raw, args
+            st.entry = st.start = st.next_value = None
         finally:
             if collecting:
                 gc.enable()
