@@ -9,7 +9,7 @@ from typing import Any
 
 import acrobat
 from acrobat.baselines.measure import measure
-from acrobat.baselines.peers.runner import run_dynet, run_torch
+from acrobat.baselines.peers.runner import STRATEGIES, DynetPeer, PeerFailed, run_torch
 from acrobat.bench.harness import (
     ACROBAT_METRICS,
     Case,
@@ -59,10 +59,12 @@ def configs(kind: str, args) -> list[tuple]:
 
 
 def run_grid(kind: str, args) -> list[dict[str, Any]]:
-    """Every configuration of the grid -> rows. The acrobat and NumPy-baseline
+    """Every configuration of the grid -> rows. The acrobat, NumPy-baseline and DyNet
     configurations of one (model, size, batch) are measured together, interleaved
     (``acrobat.measure``: A B C A B C ...), so load that comes and goes hits them alike;
-    the peers (PyTorch, DyNet in its own process) are measured after them."""
+    each DyNet strategy runs in its own process, which waits between its turns
+    (:class:`~acrobat.baselines.peers.runner.DynetPeer`). PyTorch, in this process with
+    its own thread pool, is measured after them."""
     quick = getattr(args, "quick", False)
     runs = args.runs or (1 if quick else 7)
     warmup = 1 if quick else 2
@@ -76,6 +78,7 @@ def run_grid(kind: str, args) -> list[dict[str, Any]]:
     for (m, s, b), group in groups.items():
         _progress(done, len(todo), f"{m} {s} b{b} ({len(group)} configurations)", t0)
         cases: dict[str, Case] = {}
+        peers: dict[str, DynetPeer] = {}
         order: list[str] = []
         for what, _, _, _, p, disable in group:
             name = f"{what}:{p}:{','.join(disable)}"
@@ -86,32 +89,49 @@ def run_grid(kind: str, args) -> list[dict[str, Any]]:
                 case = baseline_case(p, m, s, b)
                 if case is not None:
                     cases[name] = case
-        if cases:
-            meas = measure(
-                {n: c.fn for n, c in cases.items()},
-                repeats=runs,
-                warmup=warmup,
-                metrics=ACROBAT_METRICS,
-            )
-            rows.extend(cases[n].row(meas, n) for n in order if n in cases)
-        cases.clear()  # free the group's programs before the peers and the next group
+            elif what == "peer" and p in STRATEGIES:
+                spec = acrobat.models.load(m, s)
+                peers[name] = peer = DynetPeer(m, spec.params, bench_instances(spec, b, 0), p)
+                if peer.ready:
+                    cases[name] = Case(peer, peer.row)
+        try:
+            meas = None
+            while cases:
+                try:
+                    meas = measure(
+                        {n: c.fn for n, c in cases.items()},
+                        repeats=runs,
+                        warmup=warmup,
+                        metrics=ACROBAT_METRICS,
+                    )
+                    break
+                except PeerFailed as e:  # measure the rest again without it
+                    e.peer.status = f"failed: {e}"
+                    e.peer.close()
+                    cases = {n: c for n, c in cases.items() if c.fn is not e.peer}
+            for n in order:
+                if n in peers:
+                    rows.append({**peers[n].row(meas, n), "size": s, "batch": b, "backend": "cpu"})
+                elif n in cases:
+                    rows.append(cases[n].row(meas, n))
+        finally:
+            for peer in peers.values():
+                peer.close()
+        # free the group's programs and peers before PyTorch and the next group
+        cases.clear()
+        peers.clear()
         for what, _, _, _, p, _ in group:
-            if what == "peer":
+            if what == "peer" and p == "torch":
                 _progress(done, len(todo), f"{m} {s} b{b} {p}", t0)
-                rows.append(_peer_row(p, m, s, b, runs, warmup))
+                rows.append(_torch_row(m, s, b, runs, warmup))
         done += len(group)
     _progress(len(todo), len(todo), "done", t0)
     return rows
 
 
-def _peer_row(kind: str, model: str, size: str, batch: int, runs: int, warmup: int):
+def _torch_row(model: str, size: str, batch: int, runs: int, warmup: int):
     spec = acrobat.models.load(model, size)
-    xs = bench_instances(spec, batch, 0)
-    row = (
-        run_torch(model, spec.params, xs, runs, warmup)
-        if kind == "torch"
-        else run_dynet(model, spec.params, xs, kind, runs, warmup)
-    )
+    row = run_torch(model, spec.params, bench_instances(spec, batch, 0), runs, warmup)
     row.update(size=size, batch=batch, backend="cpu")
     return row
 

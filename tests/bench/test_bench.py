@@ -260,3 +260,65 @@ def test_auto_explores_before_the_timed_runs():
     other = acrobat_case("treelstm", "tiny", 4, "dynet-depth")
     m = acrobat.measure({"run": other.fn}, repeats=1, warmup=0, metrics=other.metrics)
     assert other.row(m, "run")["settle_runs"] == 0
+
+
+FAKE_DYNET = """
+import json, sys
+job = json.load(open(sys.argv[1]))
+print("a line that is not an answer")
+print(json.dumps({"ready": True}), flush=True)
+n = 0
+for line in sys.stdin:
+    if line.strip() != "run":
+        break
+    n += 1
+    if job["strategy"] == 2 and n > 1:
+        print("the depth worker fell over", file=sys.stderr)
+        sys.exit(3)
+    print(json.dumps({"ms": 1.0 + job["strategy"], "checksum": 0.5}), flush=True)
+"""
+
+
+def test_dynet_is_measured_interleaved_in_its_own_processes(monkeypatch, tmp_path):
+    """Each DyNet strategy runs in a worker process that answers one timed forward pass
+    per call, inside the grid row's one interleaved measurement; a worker that dies is
+    reported as failed and the row is measured again without it; no worker outlives the
+    row. (A stand-in worker speaks the protocol: DyNet itself is an optional peer.)"""
+    import sys
+    from types import SimpleNamespace
+
+    from acrobat.baselines.peers import runner
+    from acrobat.bench import grid
+
+    script = tmp_path / "fake_dynet.py"
+    script.write_text(FAKE_DYNET)
+    made = []
+
+    def peer(model, params, instances, strategy):
+        p = runner.DynetPeer(model, params, instances, strategy, sys.executable, script)
+        made.append(p)
+        return p
+
+    calls = []
+    real = grid.measure
+
+    def spy(configs, **kw):
+        calls.append(tuple(configs))
+        return real(configs, **kw)
+
+    monkeypatch.setattr(grid, "DynetPeer", peer)
+    monkeypatch.setattr(grid, "measure", spy)
+    monkeypatch.setattr(grid, "run_torch", lambda *a: {"system": "torch-eager", "status": "x"})
+    args = SimpleNamespace(
+        quick=False, models=["birnn"], sizes=["tiny"], batches=[2], runs=2, no_peers=False
+    )
+    rows = {r.get("system"): r for r in grid.run_grid("paper", args)}
+    assert len(calls) == 2  # the depth worker died in the first: measured again without it
+    assert {"peer:off:", "peer:agenda:", "peer:depth:"} <= set(calls[0])
+    assert "acrobat:acrobat:" in calls[0] and "peer:depth:" not in calls[1]
+    assert rows["dynet-off"]["total_ms"] == 1.0 and rows["dynet-agenda"]["total_ms"] == 2.0
+    assert rows["dynet-off"]["measured"] == "interleaved" and rows["dynet-off"]["batch"] == 2
+    depth = rows["dynet-depth"]
+    assert depth["status"].startswith("failed") and "fell over" in depth["status"]
+    assert "total_ms" not in depth
+    assert len(made) == 3 and all(p.proc is None for p in made)  # every worker closed

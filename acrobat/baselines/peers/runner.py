@@ -1,4 +1,5 @@
-"""Running the peers for the benchmark harness (each DyNet strategy in its own process)."""
+"""Running the peers for the benchmark harness (each DyNet strategy in its own process:
+measured alone, :func:`run_dynet`, or interleaved with acrobat, :class:`DynetPeer`)."""
 
 from __future__ import annotations
 
@@ -41,33 +42,45 @@ def _tree_json(t):
     return res[0]
 
 
-def run_dynet(
-    model: str, params: dict, instances: list, strategy: str, runs: int, warmup: int
-) -> dict[str, Any]:
-    """One DyNet strategy on the same weights and inputs; a 'not installed' row if absent."""
-    py = dynet_python()
-    base = {"system": f"dynet-{strategy}", "model": model, "policy": strategy}
-    if py is None:
+def _write_job(tmp: Path, model: str, params: dict, instances: list, strategy: str, **extra):
+    """The job file of :mod:`dynet_job` (weights, inputs) in ``tmp``; returns its path."""
+    np.savez(tmp / "w.npz", **params)
+    data = [_tree_json(t) if model == "treelstm" else to_list(t) for t in instances]
+    (tmp / "x.json").write_text(json.dumps(data))
+    job = {
+        "model": model,
+        "strategy": STRATEGIES[strategy],
+        "weights": str(tmp / "w.npz"),
+        "inputs": str(tmp / "x.json"),
+        **extra,
+    }
+    (tmp / "job.json").write_text(json.dumps(job))
+    return tmp / "job.json"
+
+
+def _unavailable(model: str, base: dict) -> dict | None:
+    """The row of a DyNet strategy that cannot run here, or None when it can."""
+    if dynet_python() is None:
         return {**base, "status": "not installed (make peers builds .dynet-venv)"}
     if model not in ("treelstm", "birnn"):
         return {**base, "status": "no DyNet version of this model"}
+    return None
+
+
+def run_dynet(
+    model: str, params: dict, instances: list, strategy: str, runs: int, warmup: int
+) -> dict[str, Any]:
+    """One DyNet strategy on the same weights and inputs, measured alone in its own
+    process (:class:`DynetPeer` measures it interleaved); a 'not installed' row if absent."""
+    base = {"system": f"dynet-{strategy}", "model": model, "policy": strategy}
+    missing = _unavailable(model, base)
+    if missing is not None:
+        return missing
     with tempfile.TemporaryDirectory() as tmp:
-        np.savez(Path(tmp) / "w.npz", **params)
-        data = [_tree_json(t) if model == "treelstm" else to_list(t) for t in instances]
-        (Path(tmp) / "x.json").write_text(json.dumps(data))
-        job = {
-            "model": model,
-            "strategy": STRATEGIES[strategy],
-            "runs": runs,
-            "warmup": warmup,
-            "weights": str(Path(tmp) / "w.npz"),
-            "inputs": str(Path(tmp) / "x.json"),
-        }
-        (Path(tmp) / "job.json").write_text(json.dumps(job))
-        script = Path(__file__).with_name("dynet_job.py")
+        job = _write_job(Path(tmp), model, params, instances, strategy, runs=runs, warmup=warmup)
         probe = LoadProbe().start()
         proc = subprocess.run(
-            [py, str(script), str(Path(tmp) / "job.json")],
+            [dynet_python(), str(JOB_SCRIPT), str(job)],
             capture_output=True,
             text=True,
             timeout=1800,
@@ -84,6 +97,132 @@ def run_dynet(
         "blas": "dynet (Eigen, its own kernels)",
         "checksum": res["checksum"],
     }
+
+
+JOB_SCRIPT = Path(__file__).with_name("dynet_job.py")
+
+
+class PeerFailed(RuntimeError):
+    """A peer's worker process died or answered something other than a timing
+    (``peer``: which)."""
+
+    def __init__(self, message: str, peer: DynetPeer | None = None):
+        super().__init__(message)
+        self.peer = peer
+
+
+class DynetPeer:
+    """One DyNet strategy kept running in its own process (:mod:`dynet_job` ``--serve``),
+    so that the benchmark can measure it interleaved with acrobat's configurations: a
+    call runs one forward pass there and returns ``{"total_ms": DyNet's own timing of
+    it, "checksum": ...}`` (the time excludes the pipe). The process waits on its input
+    between calls, so it takes no CPU while the others run. Use as a context manager, or
+    call :meth:`close`."""
+
+    def __init__(
+        self,
+        model: str,
+        params: dict,
+        instances: list,
+        strategy: str,
+        python: str | None = None,
+        script: Path = JOB_SCRIPT,
+    ):
+        self.base = {"system": f"dynet-{strategy}", "model": model, "policy": strategy}
+        self.proc: subprocess.Popen | None = None
+        self.status = "ok"
+        if python is None:
+            missing = _unavailable(model, self.base)
+            if missing is not None:
+                self.status = missing["status"]
+                return
+            python = dynet_python()
+        self._tmp = tempfile.TemporaryDirectory()
+        job = _write_job(Path(self._tmp.name), model, params, instances, strategy)
+        # its messages go to a file: a pipe nobody reads could fill and block it
+        self._err = open(Path(self._tmp.name) / "stderr.txt", "w+")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [python, str(script), str(job), "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            text=True,
+        )
+        try:
+            self._answer()  # {"ready": true} once DyNet is loaded and the model built
+        except PeerFailed as e:
+            self.status = f"failed: {e}"
+            self.close()
+
+    @property
+    def ready(self) -> bool:
+        return self.proc is not None
+
+    def _answer(self) -> dict:
+        assert self.proc is not None and self.proc.stdout is not None
+        for _ in range(100):  # answers are JSON objects; skip any other line it printed
+            line = self.proc.stdout.readline()
+            if not line or line.startswith("{"):
+                break
+        try:
+            return json.loads(line)
+        except ValueError:
+            self.proc.kill()
+            self.proc.wait()
+            self._err.seek(0)
+            err = self._err.read()
+            last = (err.strip().splitlines() or [line.strip() or "no answer"])[-1]
+            raise PeerFailed(f"{self.base['system']}: {last[:200]}", self) from None
+
+    def __call__(self) -> dict[str, float]:
+        if self.proc is None:
+            raise PeerFailed(f"{self.base['system']} is not running ({self.status})", self)
+        try:
+            self.proc.stdin.write("run\n")
+            self.proc.stdin.flush()
+        except OSError as e:
+            raise PeerFailed(f"{self.base['system']}: {e}", self) from None
+        res = self._answer()
+        return {"total_ms": float(res["ms"]), "checksum": float(res["checksum"])}
+
+    def row(self, m, name: str) -> dict[str, Any]:
+        """Its row from a measurement where it ran under ``name``; or, when it could not
+        start, the row saying why."""
+        if self.status != "ok" or m is None or name not in m.results:
+            return {**self.base, "status": self.status}
+        return {
+            **self.base,
+            "status": "ok",
+            **row_fields("total_ms", m.spread(name, "total_ms")),
+            **load_fields(m.load),
+            "blas": "dynet (Eigen, its own kernels)",
+            "checksum": m.results[name]["checksum"],
+            "measured": "interleaved",
+        }
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            try:
+                proc.stdin.write("quit\n")
+                proc.stdin.close()
+                proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+            self._err.close()
+        tmp = getattr(self, "_tmp", None)
+        if tmp is not None:
+            tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> DynetPeer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def run_torch(model: str, params: dict, instances: list, runs: int, warmup: int) -> dict[str, Any]:
