@@ -172,10 +172,11 @@ class KernelLaunched(Event):
 
     ``start_ms``/``end_ms`` bound the kernel's own work (the call and the backend's
     synchronize). A traced run also records the launch's sub-steps around it:
-    ``gather_start_ms`` is when the launch began (taking its record rows, allocating the output
-    block, gathering the inputs — or, with ``fused_gather``, only looking up their rows: the
-    kernel copies them itself) and ``scatter_end_ms`` when the rows of its outputs were
-    recorded. Both are ``None`` in traces written before they existed."""
+    ``gather_start_ms`` is when the launch began (taking its slice of the flush's plan —
+    the executor allocates every output block and records their rows before a flush's
+    first launch — and gathering the inputs, or, with ``fused_gather``, handing the kernel
+    their rows: it copies them itself) and ``scatter_end_ms`` when the launch returned.
+    Both are ``None`` in traces written before they existed."""
 
     index: int
     kernel: str

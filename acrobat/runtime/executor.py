@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from acrobat.backends.base import Backend
+from acrobat.codegen.numpy_kernels import block_start
 from acrobat.codegen.records import ARGS, INST, OUT, READ_ARGMAX, STRIDE
 from acrobat.errors import IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType
@@ -49,7 +50,7 @@ class Executor:
         ]
         # per kernel, what a launch needs: (fn, [(record column, input arena or None for
         # a host int)], [(output arena, its index in arena_list)], fused gather)
-        fused = backend.fused_gather and pool.zero_copy
+        self.fused = fused = backend.fused_gather and pool.zero_copy
         # fused kernels that copy scattered rows on the host: count those bytes as gathered
         self.counts_copies = fused and backend.gather_copies
         self.plans = [
@@ -227,9 +228,11 @@ class Executor:
         to what the flush needs (no buffer moves while it runs), every output value gets
         its arena and row in one vectorized assignment per (kernel, output), and every
         batched input's rows are looked up in one gather per (kernel, input). Each launch
-        then only slices. Yields, per batch in order, the arguments of :meth:`launch`:
-        ``(kernel, rows n, its record rows, [per input: rows or host ids], first output
-        rows, bytes its scattered inputs copy)``."""
+        then only slices, and, on host arenas, hands an input whose rows are one block to
+        the kernel as a view (no second look at its rows there). Yields, per batch in
+        order, the arguments of :meth:`launch`: ``(kernel, rows n, its record rows, [per
+        input: what the kernel takes], first output rows, bytes its scattered inputs
+        copy)``."""
         batches = sched.batches
         if not batches:
             return
@@ -287,6 +290,7 @@ class Executor:
             recs[k] = (rec, offsets)
         # pass 3: every batched input's rows
         counts = self.counts_copies
+        fused = self.fused
         inputs: dict[int, list] = {}
         for k, (rec, _) in recs.items():
             cols = []
@@ -294,7 +298,7 @@ class Executor:
                 if arena is None:  # host ints: the record column itself
                     cols.append((rec[:, col], None))
                     continue
-                cols.append((row_of[rec[:, col]], arena if counts else None))
+                cols.append((row_of[rec[:, col]], arena))
             inputs[k] = cols
         at = dict.fromkeys(of_kernel, 0)  # each kernel's next batch
         for i, batch in enumerate(batches):
@@ -307,34 +311,43 @@ class Executor:
             args = []
             for rows, arena in inputs[k]:
                 rows = rows[s:e]
-                args.append(rows)
-                if arena is not None:
-                    moved += arena.scattered_bytes(rows)
+                if arena is None or not fused:  # host ids, or rows launch() gathers
+                    args.append(rows)
+                    continue
+                if counts:  # host arenas: rows that are one block are passed as a view
+                    r0 = block_start(rows)
+                    if r0 is not None:
+                        args.append(arena.rows(r0, e - s))
+                        continue
+                    moved += (e - s) * arena.width * arena.dtype.itemsize
+                args.append((arena.buf, rows))  # the kernel gathers them
             yield k, e - s, rec[s:e], args, firsts[i], moved
 
     def launch(
         self, k: int, n: int, rec: np.ndarray, cols: list, firsts: tuple, moved: int
     ) -> tuple[int, float, float]:
         """Run kernel ``k`` once on ``n`` nodes (``rec``: their record rows), as
-        :meth:`plan` prepared it: ``cols`` per input its rows (or, for a host int, the ids),
-        ``firsts`` the first row of each output's block (allocated), ``moved`` the bytes a
-        fused kernel copies for inputs that are not one block. Gathers the inputs (or
-        hands fused kernels ``(arena buffer, rows)``), calls the kernel with its outputs
+        :meth:`plan` prepared it: ``cols`` per input what a fused kernel takes (a view of
+        rows that are one block of a host arena, else ``(arena buffer, rows)``; a host
+        int's ids), or for an unfused one the rows (or ids), gathered here; ``firsts``
+        the first row of each output's block (allocated); ``moved`` the bytes a fused
+        kernel copies for inputs that are not one block. Calls the kernel with its outputs
         written into those blocks. Returns ``(bytes gathered, start, end)``:
         ``perf_counter`` times around the kernel's own work — the call (in the unfused
         convention, also copying its results into the arena block) and the backend's
         synchronize."""
         fn, ins, outs, fused = self.plans[k]
-        args = []
-        for (_, arena), rows in zip(ins, cols):
-            if arena is None:  # host ints
-                args.append(rows if fused else self.backend.to_device(rows))
-            elif fused:  # the kernel gathers: (arena buffer, rows), uploaded in one copy
-                args.append((arena.buf, rows))
-            else:
-                x, copied = arena.gather(rows)
-                moved += copied
-                args.append(x)
+        if fused:  # as plan() made them: views, (arena buffer, rows) pairs, host ids
+            args = cols
+        else:
+            args = []
+            for (_, arena), rows in zip(ins, cols):
+                if arena is None:  # host ints
+                    args.append(self.backend.to_device(rows))
+                else:
+                    x, copied = arena.gather(rows)
+                    moved += copied
+                    args.append(x)
         clock = time.perf_counter
         try:
             if fused:  # the kernel writes straight into the output blocks

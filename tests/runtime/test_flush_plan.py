@@ -33,7 +33,17 @@ def _checked_plan(seen: list):
             expect_moved = 0
             for (col, arena), got in zip(ins, cols):
                 want = rec[:, col] if arena is None else self.row_of[rec[:, col]]
-                assert np.array_equal(got, want)
+                if arena is None or not self.fused:  # ids, or rows launch() gathers
+                    assert np.array_equal(got, want)
+                elif isinstance(got, tuple):  # the kernel gathers (arena buffer, rows)
+                    assert got[0] is arena.buf and np.array_equal(got[1], want)
+                    if self.counts_copies:
+                        assert arena.scattered_bytes(want) > 0 or n == 0
+                else:  # rows that are one block, as a view of them
+                    assert self.counts_copies and arena.scattered_bytes(want) == 0
+                    # the rows' own memory (not yet computed: compare places, not values)
+                    assert got.ctypes.data == arena.buf[int(want[0])].ctypes.data
+                    assert got.shape == (n, *arena.shape)
                 if arena is not None and self.counts_copies:
                     expect_moved += arena.scattered_bytes(want)
             assert moved == expect_moved
