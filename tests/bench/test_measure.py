@@ -94,7 +94,8 @@ def test_measure_interleaves_after_warmup():
         "C": scripted(clock, log, "C", itertools.repeat(2.0)),
     }
     m = measure(configs, repeats=4, warmup=2, clock=clock, probe=FakeProbe())
-    assert log == ["A", "B", "C"] * 6  # 2 warm-up rounds, then 4 rounds, round-robin
+    # 2 warm-up rounds, then 4 rounds, round-robin, each starting one further on
+    assert log == ["A", "B", "C"] * 2 + ["A", "B", "C", "B", "C", "A", "C", "A", "B", "A", "B", "C"]
     assert m.names == ("A", "B", "C") and m.repeats == 4 and m.warmup == 2
     assert m.samples["A"]["wall_ms"] == pytest.approx((3.0,) * 4)
     assert m.spread("B").median == pytest.approx(1.0)

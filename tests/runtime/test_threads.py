@@ -141,3 +141,29 @@ def test_load_estimate_is_a_number_of_cores():
     a = est.estimate(threads.cpus())
     b = est.estimate(threads.cpus())
     assert a >= 0.0 and b == a
+
+
+def test_a_stale_load_window_counts_the_tasks_running_now(monkeypatch):
+    """A window of /proc/stat deltas longer than STALE_SECONDS is old news (a process that
+    ran and stopped in it is not busy now): the estimate is at most the tasks running now,
+    less this process's running threads; a recent window is averaged as before."""
+    now = [100.0]
+    samples = []
+    monkeypatch.setattr(threads.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(threads._OthersLoad, "_read", staticmethod(lambda: samples.pop(0)))
+    monkeypatch.setattr(threads, "_own_running", lambda: 2)  # this thread and a BLAS worker
+    est = threads._OthersLoad()
+    samples.append((0.0, 0.0, 0.0, 3))  # busy ticks, all ticks, own CPU s, procs_running
+    assert est.estimate(2) == 1.0  # first look: 3 running, 2 of them ours
+    now[0] += 0.1  # a recent window: another process kept one of two cores busy
+    samples.append((10.0, 20.0, 0.0, 2))
+    assert est.estimate(2) == pytest.approx(1.0)
+    now[0] += threads.STALE_SECONDS + 5  # a long window, busy throughout its first part ...
+    samples.append((30.0, 60.0, 0.0, 2))  # ... but nothing else is running now
+    assert est.estimate(2) == 0.0
+    now[0] += 0.1  # and the next recent window is averaged again, from there
+    samples.append((30.0, 80.0, 0.1, 1))
+    assert est.estimate(2) == pytest.approx(0.0)
+    now[0] += threads.STALE_SECONDS + 1  # a long quiet window and a task caught running:
+    samples.append((30.0, 120.0, 0.1, 3))  # the window says nobody else was busy
+    assert est.estimate(2) == 0.0
