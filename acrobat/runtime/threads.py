@@ -9,9 +9,8 @@ threads) to a 114 ms median and 358 ms worst (busy, two threads) against 52 ms o
 The policy (``threads=None``, the default, "auto"), decided at the start of every run:
 the BLAS's thread count as found (its default, or a limit the caller set), less one thread per core that other processes keep busy
 (their CPU share from ``/proc/stat`` over the most recent window of
-:data:`SAMPLE_SECONDS` or more, minus this process's own CPU time; or, when that window is
-longer than :data:`STALE_SECONDS`, at most the tasks running now that are not this
-process's; a core counts as taken above :data:`CORE_TAKEN`). The setting is changed only when it differs (a switch through
+:data:`SAMPLE_SECONDS` or more, minus this process's own CPU time, and at most the tasks
+running now that are not this process's; a core counts as taken above :data:`CORE_TAKEN`). The setting is changed only when it differs (a switch through
 ``threadpoolctl``'s library controller costs about a microsecond; ``threadpool_limits``
 re-scans the libraries and costs about 230 us) and the BLAS is left as it was found when
 the run ends.
@@ -53,13 +52,11 @@ ENV = "ACROBAT_THREADS"
 # How often (at most) the load of other processes is re-read: the shortest window it is
 # averaged over (``/proc/stat`` counts in 10 ms ticks, so much shorter windows are noise).
 SAMPLE_SECONDS = 0.05
-# A window longer than this is old news: what other processes did a second ago says little
-# about the next run (measured: in a benchmark round, a DyNet worker that had finished its
-# turn made the next acrobat run drop to one thread, 225 against 173 ms on TreeLSTM large
-# b64). Then the estimate is at most the tasks running right now (as at the first look):
-# a neighbour busy throughout shows in both, one that has stopped only in the window, and a
-# task caught running for an instant only in the count.
-STALE_SECONDS = 1.0
+# The window's average alone is not enough: a process that ran in it and has stopped (in a
+# benchmark round, a DyNet worker that had finished its turn) made the next acrobat run drop
+# to one thread, 225 against 173 ms on TreeLSTM large b64. So the estimate is at most the
+# tasks running right now: a neighbour busy throughout shows in both, one that has stopped
+# only in the window, and a task caught running for an instant only in the count.
 # Other processes' load above this many cores takes a core (rounded up past it). A quiet
 # 2-core machine here reads 0.0-0.2 cores of others (kernel threads, idle helpers); one
 # busy process reads 0.5-1.5 (the 50 ms windows are coarse).
@@ -124,9 +121,8 @@ class _OthersLoad:
     (shorter windows keep accumulating), so the estimate covers the most recent
     window of at least that length. At the first read it counts the tasks running now
     that are not this process's threads (``procs_running`` less this process's running
-    threads, which include a BLAS worker still spinning after its last product); when
-    the window is longer than :data:`STALE_SECONDS`, the estimate is the smaller of the
-    window's average and that count."""
+    threads, which include a BLAS worker still spinning after its last product); later,
+    the smaller of the window's average and that count."""
 
     def __init__(self) -> None:
         self.t = None
@@ -166,8 +162,7 @@ class _OthersLoad:
                 busy_cores = (busy - self.prev[0]) / d_total * ncpu
                 own_cores = (own - self.prev[2]) / wall
                 self.cores = max(0.0, busy_cores - own_cores)
-            if wall > STALE_SECONDS:  # old news: only what is also running now counts
-                self.cores = min(self.cores, float(max(0, running - _own_running())))
+            self.cores = min(self.cores, float(max(0, running - _own_running())))
         self.t, self.prev = now, sample
         return self.cores
 

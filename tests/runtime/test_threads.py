@@ -143,10 +143,11 @@ def test_load_estimate_is_a_number_of_cores():
     assert a >= 0.0 and b == a
 
 
-def test_a_stale_load_window_counts_the_tasks_running_now(monkeypatch):
-    """A window of /proc/stat deltas longer than STALE_SECONDS is old news (a process that
-    ran and stopped in it is not busy now): the estimate is at most the tasks running now,
-    less this process's running threads; a recent window is averaged as before."""
+def test_the_load_estimate_is_at_most_the_tasks_running_now(monkeypatch):
+    """Other processes' load is the window's /proc/stat average, but at most the tasks
+    running now that are not this process's threads: a process that ran in the window
+    and has stopped is not busy now, and a task caught running for an instant in a
+    quiet window is not a busy neighbour."""
     now = [100.0]
     samples = []
     monkeypatch.setattr(threads.time, "monotonic", lambda: now[0])
@@ -155,15 +156,12 @@ def test_a_stale_load_window_counts_the_tasks_running_now(monkeypatch):
     est = threads._OthersLoad()
     samples.append((0.0, 0.0, 0.0, 3))  # busy ticks, all ticks, own CPU s, procs_running
     assert est.estimate(2) == 1.0  # first look: 3 running, 2 of them ours
-    now[0] += 0.1  # a recent window: another process kept one of two cores busy
-    samples.append((10.0, 20.0, 0.0, 2))
+    now[0] += 0.1  # another process kept one of two cores busy, and runs now
+    samples.append((10.0, 20.0, 0.0, 3))
     assert est.estimate(2) == pytest.approx(1.0)
-    now[0] += threads.STALE_SECONDS + 5  # a long window, busy throughout its first part ...
-    samples.append((30.0, 60.0, 0.0, 2))  # ... but nothing else is running now
+    now[0] += 0.1  # it kept a core busy in the window, but has stopped
+    samples.append((20.0, 40.0, 0.0, 2))
     assert est.estimate(2) == 0.0
-    now[0] += 0.1  # and the next recent window is averaged again, from there
-    samples.append((30.0, 80.0, 0.1, 1))
-    assert est.estimate(2) == pytest.approx(0.0)
-    now[0] += threads.STALE_SECONDS + 1  # a long quiet window and a task caught running:
-    samples.append((30.0, 120.0, 0.1, 3))  # the window says nobody else was busy
+    now[0] += 0.1  # a quiet window and a task caught running for an instant
+    samples.append((20.0, 60.0, 0.0, 3))
     assert est.estimate(2) == 0.0
