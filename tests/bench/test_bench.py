@@ -218,11 +218,8 @@ def test_busy_process_is_bounded_and_killed():
     assert proc.poll() is not None and busy.proc is None and calls == [1, 1]
 
 
-def test_a_grid_row_is_measured_interleaved(monkeypatch, tmp_path):
-    """The acrobat policies and the NumPy baselines of one (model, size, batch) are one
-    measurement (round-robin), so a load that comes and goes hits them alike."""
-    from acrobat.bench import grid
-
+def _spy_on_measure(monkeypatch, grid) -> list:
+    """The names of the configurations of every ``measure`` call the grid makes."""
     calls = []
     real = grid.measure
 
@@ -231,6 +228,15 @@ def test_a_grid_row_is_measured_interleaved(monkeypatch, tmp_path):
         return real(configs, **kw)
 
     monkeypatch.setattr(grid, "measure", spy)
+    return calls
+
+
+def test_a_grid_row_is_measured_interleaved(monkeypatch, tmp_path):
+    """The acrobat policies and the NumPy baselines of one (model, size, batch) are one
+    measurement (round-robin), so a load that comes and goes hits them alike."""
+    from acrobat.bench import grid
+
+    calls = _spy_on_measure(monkeypatch, grid)
     out = tmp_path / "g.jsonl"
     args = ["paper", "--quick", "--models", "treelstm", "--batches", "2", "--out", str(out)]
     assert main(args) == 0
@@ -299,15 +305,8 @@ def test_dynet_is_measured_interleaved_in_its_own_processes(monkeypatch, tmp_pat
         made.append(p)
         return p
 
-    calls = []
-    real = grid.measure
-
-    def spy(configs, **kw):
-        calls.append(tuple(configs))
-        return real(configs, **kw)
-
+    calls = _spy_on_measure(monkeypatch, grid)
     monkeypatch.setattr(grid, "DynetPeer", peer)
-    monkeypatch.setattr(grid, "measure", spy)
     monkeypatch.setattr(grid, "run_torch", lambda *a: {"system": "torch-eager", "status": "x"})
     args = SimpleNamespace(
         quick=False, models=["birnn"], sizes=["tiny"], batches=[2], runs=2, no_peers=False
