@@ -150,19 +150,22 @@ def test_report_files(quick_rows, tmp_path):
     assert "acrobat / min(eager policy, per-instance) =" in summary
 
 
+def _row(system: str, policy: str, ms: float, model: str = "treelstm", batch: int = 64):
+    """A grid row with just what the report's targets read."""
+    return {
+        "system": system,
+        "policy": policy,
+        "total_ms": ms,
+        "model": model,
+        "size": "small",
+        "batch": batch,
+    }
+
+
 def test_targets_say_met_or_missed():
     from acrobat.bench.report import targets
 
-    def row(system, policy, ms, model="treelstm", batch=64):
-        return {
-            "system": system,
-            "policy": policy,
-            "total_ms": ms,
-            "model": model,
-            "size": "small",
-            "batch": batch,
-        }
-
+    row = _row
     rows = [
         row("acrobat", "acrobat", 30.0),
         row("acrobat", "eager", 300.0),
@@ -183,14 +186,7 @@ def test_acrobat_policies_and_dynet_systems_of_one_name_stay_apart():
     from acrobat.bench.report import summary
 
     def row(system, policy, ms):
-        return {
-            "system": system,
-            "policy": policy,
-            "total_ms": ms,
-            "model": "birnn",
-            "size": "small",
-            "batch": 64,
-        }
+        return _row(system, policy, ms, model="birnn")
 
     for order in (1, -1):
         rows = [
