@@ -307,6 +307,9 @@ class Executor:
             b = at[k]
             at[k] = b + 1
             s, e = offsets[b], offsets[b + 1]
+            if s == e:  # a batch of no nodes (a user's policy may form one): nothing to run
+                yield k, 0, rec[s:e], [], firsts[i], 0
+                continue
             moved = 0
             args = []
             for rows, arena in inputs[k]:
@@ -336,6 +339,9 @@ class Executor:
         ``perf_counter`` times around the kernel's own work — the call (in the unfused
         convention, also copying its results into the arena block) and the backend's
         synchronize."""
+        if n == 0:  # no nodes: the kernel is not called
+            now = time.perf_counter()
+            return 0, now, now
         fn, ins, outs, fused = self.plans[k]
         if fused:  # as plan() made them: views, (arena buffer, rows) pairs, host ids
             args = cols

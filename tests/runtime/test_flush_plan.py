@@ -66,3 +66,28 @@ def test_plan_equals_allocating_batch_by_batch(model, policy, monkeypatch):
         for x, out in zip(xs, res.outputs):
             assert acrobat.values_equal(out, spec.evaluate(x), rtol=1e-4, atol=1e-5)
     assert sum(seen) == 2 * res.stats["launches"]
+
+
+def test_an_empty_batch_from_a_registered_policy_runs(monkeypatch):
+    """A user's policy may form a batch of no nodes: nothing is called for it, and the
+    outputs still equal the reference (untraced and traced)."""
+    from acrobat.runtime.schedule import Batch, get_policy, register_policy, unregister_policy
+
+    acro = get_policy("acrobat")
+
+    @register_policy("with-an-empty-batch")
+    def with_empty(dfg, inline_depth):
+        batches = acro(dfg, inline_depth)  # an empty one of every kernel, last
+        kernels = dict.fromkeys(b.kernel for b in batches)
+        return [*batches, *(Batch(k, np.arange(0), batches[-1].level) for k in kernels)]
+
+    try:
+        spec = load("treelstm", "tiny")
+        xs = spec.instances(3, seed=1)
+        prog = acrobat.compile(spec.module, spec.params)
+        for level in ("off", "batches"):
+            res = acrobat.run(prog, xs, policy="with-an-empty-batch", trace_level=level)
+            for x, out in zip(xs, res.outputs):
+                assert acrobat.values_equal(out, spec.evaluate(x), rtol=1e-4, atol=1e-5)
+    finally:
+        unregister_policy("with-an-empty-batch")
