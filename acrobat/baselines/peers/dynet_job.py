@@ -1,11 +1,11 @@
 """DyNet 2.1.2 TreeLSTM and BiRNN, run by the DyNet virtualenv's Python in its own process.
 
-Usage: ``python dynet_job.py JOB.json`` prints one JSON line. With ``--serve`` it runs one
-forward pass per ``run`` line read from stdin and answers each with a JSON line
-``{"ms": ..., "checksum": ...}`` (its own timing of that pass), until ``quit`` or the end of
-its input: the benchmark measures DyNet this way interleaved with acrobat's
-configurations. The job names the model,
-the autobatch strategy (0 off, 1 agenda, 2 depth), the runs, and files holding the
+Usage: ``python dynet_job.py JOB.json`` prints ``{"ready": true}`` once the model is built,
+then runs one forward pass per ``run`` line read from stdin and answers each with a JSON
+line ``{"ms": ..., "checksum": ...}`` (its own timing of that pass), until ``quit`` or the
+end of its input: the benchmark measures DyNet this way, interleaved with acrobat's
+configurations. The job names the model, the autobatch strategy (0 off, 1 agenda, 2
+depth) and files holding the
 weights (``.npz``) and the inputs (JSON: trees as nested lists ``[word]`` / ``[l, r]``,
 sequences as lists of ids). This file imports only DyNet and NumPy (it runs outside
 acrobat's environment). Same equations as acrobat.models.treelstm / birnn.
@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 
-def main(path, serve=False):
+def main(path):
     with open(path) as f:
         job = json.load(f)
     import dynet_config
@@ -96,25 +96,15 @@ def main(path, serve=False):
         return [[o.npvalue() for o in seq] for seq in outs]
 
     fn = tree_forward if job["model"] == "treelstm" else birnn_forward
-    if serve:
-        answers, sys.stdout = sys.stdout, sys.stderr  # DyNet's own prints go to stderr
-        print(json.dumps({"ready": True}), file=answers, flush=True)
-        for line in sys.stdin:
-            if line.strip() != "run":
-                break
-            t = time.perf_counter()
-            out = fn(inputs)
-            ms = (time.perf_counter() - t) * 1e3
-            print(json.dumps({"ms": ms, "checksum": checksum(out)}), file=answers, flush=True)
-        return
-    for _ in range(job["warmup"]):
-        out = fn(inputs)
-    times = []
-    for _ in range(job["runs"]):
+    answers, sys.stdout = sys.stdout, sys.stderr  # DyNet's own prints go to stderr
+    print(json.dumps({"ready": True}), file=answers, flush=True)
+    for line in sys.stdin:
+        if line.strip() != "run":
+            break
         t = time.perf_counter()
         out = fn(inputs)
-        times.append((time.perf_counter() - t) * 1e3)
-    print(json.dumps({"times_ms": times, "checksum": checksum(out)}))
+        ms = (time.perf_counter() - t) * 1e3
+        print(json.dumps({"ms": ms, "checksum": checksum(out)}), file=answers, flush=True)
 
 
 def checksum(out) -> float:
@@ -125,4 +115,4 @@ def checksum(out) -> float:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], serve="--serve" in sys.argv[2:])
+    main(sys.argv[1])

@@ -1,5 +1,6 @@
-"""Running the peers for the benchmark harness (each DyNet strategy in its own process:
-measured alone, :func:`run_dynet`, or interleaved with acrobat, :class:`DynetPeer`)."""
+"""Running the peers for the benchmark harness: PyTorch in this process (:func:`run_torch`),
+each DyNet strategy in a worker process measured interleaved with acrobat
+(:class:`DynetPeer`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from acrobat.baselines.measure import LoadProbe, load_fields, measure, row_fields, spread
+from acrobat.baselines.measure import load_fields, measure, row_fields
 from acrobat.baselines.peers import torch_peer
 from acrobat.ir.values import to_list
 
@@ -42,7 +43,7 @@ def _tree_json(t):
     return res[0]
 
 
-def _write_job(tmp: Path, model: str, params: dict, instances: list, strategy: str, **extra):
+def _write_job(tmp: Path, model: str, params: dict, instances: list, strategy: str) -> Path:
     """The job file of :mod:`dynet_job` (weights, inputs) in ``tmp``; returns its path."""
     np.savez(tmp / "w.npz", **params)
     data = [_tree_json(t) if model == "treelstm" else to_list(t) for t in instances]
@@ -52,7 +53,6 @@ def _write_job(tmp: Path, model: str, params: dict, instances: list, strategy: s
         "strategy": STRATEGIES[strategy],
         "weights": str(tmp / "w.npz"),
         "inputs": str(tmp / "x.json"),
-        **extra,
     }
     (tmp / "job.json").write_text(json.dumps(job))
     return tmp / "job.json"
@@ -65,38 +65,6 @@ def _unavailable(model: str, base: dict) -> dict | None:
     if model not in ("treelstm", "birnn"):
         return {**base, "status": "no DyNet version of this model"}
     return None
-
-
-def run_dynet(
-    model: str, params: dict, instances: list, strategy: str, runs: int, warmup: int
-) -> dict[str, Any]:
-    """One DyNet strategy on the same weights and inputs, measured alone in its own
-    process (:class:`DynetPeer` measures it interleaved); a 'not installed' row if absent."""
-    base = {"system": f"dynet-{strategy}", "model": model, "policy": strategy}
-    missing = _unavailable(model, base)
-    if missing is not None:
-        return missing
-    with tempfile.TemporaryDirectory() as tmp:
-        job = _write_job(Path(tmp), model, params, instances, strategy, runs=runs, warmup=warmup)
-        probe = LoadProbe().start()
-        proc = subprocess.run(
-            [dynet_python(), str(JOB_SCRIPT), str(job)],
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-    if proc.returncode != 0:
-        return {**base, "status": "failed: " + proc.stderr.strip().splitlines()[-1][:200]}
-    load = probe.stop()  # over the whole job, its start-up included
-    res = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {
-        **base,
-        "status": "ok",
-        **row_fields("total_ms", spread(res["times_ms"])),
-        **load_fields(load),
-        "blas": "dynet (Eigen, its own kernels)",
-        "checksum": res["checksum"],
-    }
 
 
 JOB_SCRIPT = Path(__file__).with_name("dynet_job.py")
@@ -112,7 +80,7 @@ class PeerFailed(RuntimeError):
 
 
 class DynetPeer:
-    """One DyNet strategy kept running in its own process (:mod:`dynet_job` ``--serve``),
+    """One DyNet strategy kept running in its own process (:mod:`dynet_job`),
     so that the benchmark can measure it interleaved with acrobat's configurations: a
     call runs one forward pass there and returns ``{"total_ms": DyNet's own timing of
     it, "checksum": ...}`` (the time excludes the pipe). The process waits on its input
@@ -142,7 +110,7 @@ class DynetPeer:
         # its messages go to a file: a pipe nobody reads could fill and block it
         self._err = open(Path(self._tmp.name) / "stderr.txt", "w+")  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [python, str(script), str(job), "--serve"],
+            [python, str(script), str(job)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._err,
