@@ -291,6 +291,7 @@ def test_dynet_is_measured_interleaved_in_its_own_processes(monkeypatch, tmp_pat
 
     from acrobat.baselines.peers import runner
     from acrobat.bench import grid
+    from acrobat.runtime import threads
 
     script = tmp_path / "fake_dynet.py"
     script.write_text(FAKE_DYNET)
@@ -299,6 +300,8 @@ def test_dynet_is_measured_interleaved_in_its_own_processes(monkeypatch, tmp_pat
     def peer(model, params, instances, strategy):
         p = runner.DynetPeer(model, params, instances, strategy, sys.executable, script)
         made.append(p)
+        # it runs only when called: the thread rule counts it as this process's own
+        assert p.proc.pid in threads._TURNS.pids
         return p
 
     calls = _spy_on_measure(monkeypatch, grid)
@@ -317,3 +320,4 @@ def test_dynet_is_measured_interleaved_in_its_own_processes(monkeypatch, tmp_pat
     assert depth["status"].startswith("failed") and "fell over" in depth["status"]
     assert "total_ms" not in depth
     assert len(made) == 3 and all(p.proc is None for p in made)  # every worker closed
+    assert not threads._TURNS.pids  # and no longer counted

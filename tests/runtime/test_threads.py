@@ -165,3 +165,30 @@ def test_the_load_estimate_is_at_most_the_tasks_running_now(monkeypatch):
     now[0] += 0.1  # a quiet window and a task caught running for an instant
     samples.append((20.0, 60.0, 0.0, 3))
     assert est.estimate(2) == 0.0
+
+
+def test_processes_that_take_turns_are_not_load(monkeypatch):
+    """A benchmark's peer worker runs only while this process waits for it: its CPU time
+    and its running threads count as this process's own, so a turn that has just ended
+    (in the load window) or a worker caught running does not take a BLAS thread away."""
+    cpu = {4242: 1.0}  # the worker's CPU seconds so far
+    running = {"self": 1, "4242": 1}
+    monkeypatch.setattr(threads._TurnTakers, "_cpu_of", lambda self, pid: cpu.get(pid))
+    monkeypatch.setattr(threads, "_running_threads", lambda pid: running[pid])
+    turns = threads._TurnTakers()
+    monkeypatch.setattr(threads, "_TURNS", turns)
+    assert threads._own_running() == 1
+    threads.take_turns(4242)
+    assert turns.cpu() == 0.0  # counted from when it started taking turns
+    assert threads._own_running() == 2  # its running thread is ours
+    cpu[4242] = 1.5
+    assert turns.cpu() == pytest.approx(0.5)
+    threads.stop_taking_turns(4242)
+    cpu[4242] = 9.0  # what it does afterwards is not ours
+    assert turns.cpu() == pytest.approx(0.5) and threads._own_running() == 1
+
+    # the load window's own CPU time (``_read``) includes a turn-taker's
+    threads.take_turns(4242)
+    own = threads._OthersLoad._read()[2]
+    cpu[4242] = 10.0  # a 1-second turn
+    assert threads._OthersLoad._read()[2] - own == pytest.approx(1.0, abs=0.05)

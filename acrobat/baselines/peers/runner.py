@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 from acrobat.baselines.measure import load_fields, measure, row_fields
 from acrobat.baselines.peers import torch_peer
 from acrobat.ir.values import to_list
+from acrobat.runtime import threads
 
 STRATEGIES = {"off": 0, "agenda": 1, "depth": 2}
 
@@ -118,6 +120,8 @@ class DynetPeer:
         )
         try:
             self._answer()  # {"ready": true} once DyNet is loaded and the model built
+            # it runs only when called: the thread rule must not count it as load
+            threads.take_turns(self.proc.pid)
         except PeerFailed as e:
             self.status = f"failed: {e}"
             self.close()
@@ -151,7 +155,25 @@ class DynetPeer:
         except OSError as e:
             raise PeerFailed(f"{self.base['system']}: {e}", self) from None
         res = self._answer()
+        self._wait_idle()
         return {"total_ms": float(res["ms"]), "checksum": float(res["checksum"])}
+
+    def _wait_idle(self, limit_s: float = 0.05) -> None:
+        """Return once the worker is blocked on its input again (or after ``limit_s``):
+        between its answer and that, it still runs (freeing the pass's graph, back into
+        its read), and whatever is measured next would share the cores with it; the
+        runtime's thread rule saw it as another busy process and ran on one thread."""
+        stat = f"/proc/{self.proc.pid}/stat"
+        end = time.monotonic() + limit_s
+        while time.monotonic() < end:
+            try:
+                with open(stat) as f:
+                    text = f.read()
+            except OSError:
+                return  # no /proc (or the process is gone: the next call says so)
+            if text[text.rindex(")") + 2] not in "RD":
+                return
+            time.sleep(0.0002)
 
     def row(self, m, name: str) -> dict[str, Any]:
         """Its row from a measurement where it ran under ``name``; or, when it could not
@@ -171,6 +193,7 @@ class DynetPeer:
     def close(self) -> None:
         proc, self.proc = self.proc, None
         if proc is not None:
+            threads.stop_taking_turns(proc.pid)
             try:
                 proc.stdin.write("quit\n")
                 proc.stdin.close()
