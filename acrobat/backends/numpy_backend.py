@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from acrobat.backends.tiling import tile_rows, tiled
-from acrobat.codegen.numpy_kernels import compile_numpy_kernel
+from acrobat.backends.tiling import tile_rows, tiled, tiled_group
+from acrobat.codegen.numpy_kernels import compile_numpy_group, compile_numpy_kernel
 
 
 class NumpyBackend:
@@ -29,6 +29,20 @@ class NumpyBackend:
         # (acrobat.backends.tiling), so the temporaries stay in cache
         note = f"# launches of more than {rows} rows are called in tiles of {rows} rows\n"
         return tiled(k.fn, rows), note + k.source
+
+    def compile_group(self, kernels: list, varying: dict, params: dict[str, np.ndarray]):
+        """The group kernel of twin kernels (:mod:`acrobat.codegen.twins`) and its source,
+        or None where it cannot be written (then the members run apart). Tiled as its
+        members are (twins: the same rows per tile)."""
+        g = compile_numpy_group([k.function for k in kernels], varying, params)
+        if g is None:
+            return None
+        k = kernels[0]
+        rows = tile_rows(k.function, sum(params[w].nbytes for w in k.weights))
+        if rows is None:
+            return g.fn, g.source
+        note = f"# launches of more than {rows} rows are called in tiles of {rows} rows\n"
+        return tiled_group(g.fn, rows), note + g.source
 
     @staticmethod
     def to_device(a: np.ndarray) -> np.ndarray:

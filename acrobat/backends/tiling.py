@@ -93,4 +93,34 @@ def tiled(fn: Callable, rows: int) -> Callable:
     return call
 
 
-__all__ = ["TILE_BYTES", "UNTILED_ROWS", "WEIGHT_RATIO", "row_bytes", "tile_rows", "tiled"]
+def tiled_group(fn: Callable, rows: int) -> Callable:
+    """:func:`tiled` for a twin group's kernel, ``fn(n, *args, out=views, _segs=...)``:
+    each tile gets the ``(member, rows)`` pairs of its own rows."""
+
+    def call(n, *args, out=None, _segs=()):
+        if n <= rows or out is None:
+            return fn(n, *args, out=out, _segs=_segs)
+        spans = []  # (member, first row, end row) in row order
+        at = 0
+        for m, c in _segs:
+            spans.append((m, at, at + c))
+            at += c
+        for s in range(0, n, rows):
+            e = min(n, s + rows)
+            segs = tuple((m, min(e, b) - max(s, a)) for m, a, b in spans if a < e and b > s)
+            fn(e - s, *[_rows(a, s, e) for a in args], out=[o[s:e] for o in out], _segs=segs)
+        return None
+
+    call.rows = rows
+    return call
+
+
+__all__ = [
+    "TILE_BYTES",
+    "UNTILED_ROWS",
+    "WEIGHT_RATIO",
+    "row_bytes",
+    "tile_rows",
+    "tiled",
+    "tiled_group",
+]

@@ -55,8 +55,12 @@ def bench_instances(spec, batch: int, seed: int) -> list:
 
 
 def executed_flops(prog, res) -> int:
-    """FLOPs of the kernels the run executed (from the trace's launches)."""
-    return sum(prog.kernels[e.kernel].flops * e.size for e in res.trace.of(KernelLaunched))
+    """FLOPs of the kernels the run executed (from the trace's launches). A twin group's
+    launch (``a+b``, :mod:`acrobat.codegen.twins`) runs its members' code, whose FLOPs
+    per node are the same."""
+    return sum(
+        prog.kernels[e.kernel.split("+")[0]].flops * e.size for e in res.trace.of(KernelLaunched)
+    )
 
 
 def blas_fields(stats=None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ compiled.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ import numpy as np
 
 from acrobat import native
 from acrobat.codegen import ident, missing_rule
+from acrobat.codegen.twins import MAX_ROW_WEIGHT
 from acrobat.errors import IndexOutOfRange
 from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
 from acrobat.ir.traversal import walk
@@ -149,6 +151,33 @@ def block_start(rows: np.ndarray) -> int | None:
     return r0 if int(rows[-1]) - r0 == n - 1 and bool((rows[1:] > rows[:-1]).all()) else None
 
 
+class NotGroupable(Exception):
+    """Twin kernels whose group kernel this generator cannot write (see
+    :func:`compile_numpy_group`)."""
+
+
+def gdense_rows(x, wts, panels, segs, out, biases=None):
+    """``out = x @ wt (+ bias)`` per member of a twin group: ``segs`` is ``(member, rows)``
+    pairs in row order, the rows of ``x`` taking that member's weight (``wts[member]``,
+    ``panels[member]``, ``biases[member]``)."""
+    s = 0
+    for m, n in segs:
+        if n:
+            b = biases[m] if biases is not None else None
+            dense_rows(x[s : s + n], wts[m], panels[m], out[s : s + n], b)
+        s += n
+    return out
+
+
+def seg_rows(stacked, segs):
+    """Each row's member's weight: ``stacked[member]`` repeated for its rows (``segs``:
+    ``(member, rows)`` pairs in row order)."""
+    if len(segs) == 1:
+        m, n = segs[0]
+        return np.broadcast_to(stacked[m], (n,) + stacked.shape[1:])
+    return np.repeat(stacked[[m for m, _ in segs]], [n for _, n in segs], axis=0)
+
+
 def _gather(arg, shape: tuple[int, ...], ws: np.ndarray) -> np.ndarray:
     """A batched argument as ``[B, *shape]``: an array passes through (the gathered
     convention); an ``(arena buffer, rows)`` pair is read in place when its rows are one
@@ -264,7 +293,34 @@ def _dense(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple
     """``target = x @ W.T (+ b)``; the bias is added in place when the product already
     has the result's batched shape."""
     (x, xb, xr), (w, wb, _) = ops[:2]
-    if wb:  # a weight that arrived as a batched value ([B, out, in])
+    if gen.groups and any(isinstance(a, ParamRef) and a.name in gen.groups for a in e.args[1:]):
+        # twins' weights: each member's rows times its own weight (and resident bias)
+        if not (xb and xr == 1 and isinstance(e.args[1], ParamRef)):
+            raise NotGroupable(f"dense on {x}: not rows of vectors times a weight")
+        m = gen.members
+        wts = [gen.weight(n, transposed=True) for n in gen.variants(e.args[1].name)]
+        pans = [
+            (gen.panels(n) if gen.use_workspace else None) or "None"
+            for n in gen.variants(e.args[1].name)
+        ]
+        resident = len(ops) > 2 and isinstance(e.args[2], ParamRef)
+        biases = (
+            "(" + "".join(gen.weight(n) + ", " for n in gen.variants(e.args[2].name)) + ")"
+            if resident
+            else "None"
+        )
+        code = (
+            f"_gdense_rows({x}, ({''.join(w + ', ' for w in wts)}), "
+            f"({''.join(p + ', ' for p in pans)}), _segs, {gen.buffer(e.ty)}, {biases})"
+        )
+        gen.ns["_gdense_rows"] = gdense_rows
+        assert len(wts) == m
+        if len(ops) == 2 or resident:
+            return code, True
+        gen.emit(f"{target} = {code}")
+        gen.emit(f"{target} += {gen.batched_like(ops[2], len(e.ty.shape))}")
+        return target, True
+    elif wb:  # a weight that arrived as a batched value ([B, out, in])
         code = f"_dense_by_value(np, {x}, {w}, {xr}, {xb}, True)"
     elif not isinstance(e.args[1], ParamRef):
         code = f"np.matmul({x}, {w}.T{gen.slot(e.ty) if xb else ''})"
@@ -485,8 +541,12 @@ class _KernelGen:
         weights: dict[str, np.ndarray],
         use_workspace: bool = True,
         per_instance: bool = False,
+        groups: dict[str, tuple[str, ...]] | None = None,
     ):
         self.f = f
+        # twins' group kernel: each varying weight -> the weight every member reads there
+        self.groups = groups
+        self.members = len(next(iter(groups.values()))) if groups else 1
         self.per_instance = per_instance
         self.use_workspace = use_workspace and not per_instance
         self.ns = dict(HELPERS)
@@ -524,10 +584,24 @@ class _KernelGen:
             self.ns[key] = native.pack(self.ns[self.weight(w, transposed=True)])
         return key if self.ns[key] is not None else None
 
+    def variants(self, w: str) -> tuple[str, ...]:
+        """The weight each member of a twin group reads where the first reads ``w``."""
+        return self.groups.get(w) or (w,) * self.members
+
     def operand(self, e) -> tuple[str, bool, int]:
         """(code, batched?, per-instance rank)."""
         if isinstance(e, Var):
             return self.name(e.name), self.batched[e.name], self.rank[e.name]
+        if isinstance(e, ParamRef) and self.groups and e.name in self.groups:
+            # a weight that differs per member, as a batched operand: each row its
+            # member's (stacked once, repeated per call: small weights only, see twins)
+            if self.weights[e.name].size > MAX_ROW_WEIGHT:
+                return "_NOT_GROUPABLE_", True, len(self.weights[e.name].shape)
+            key = ident("G_", e.name)
+            if key not in self.ns:
+                self.ns[key] = np.stack([self.weights[n] for n in self.groups[e.name]])
+            self.ns["_seg_rows"] = seg_rows
+            return f"_seg_rows({key}, _segs)", True, len(self.weights[e.name].shape)
         if isinstance(e, ParamRef):
             return self.weight(e.name), False, len(self.weights[e.name].shape)
         if isinstance(e, Const):
@@ -617,7 +691,10 @@ class _KernelGen:
             i = self.slot_of.get(v) if batched and v is not None else None
             if i is not None and i not in direct.values() and self.slots[i][1] == ty.dtype:
                 direct[j] = i  # computed straight into out[j]
-        head = [f"def {ident('kernel_', f.name)}(B, {''.join(a + ', ' for a in args)}out=None):"]
+        segs = ", _segs=None" if self.groups else ""
+        head = [
+            f"def {ident('kernel_', f.name)}(B, {''.join(a + ', ' for a in args)}out=None{segs}):"
+        ]
         for j, i in direct.items():
             shape = self.slots[i][0]
             view = (
@@ -777,3 +854,28 @@ def compile_numpy_kernel(
     ns["_buf"] = workspace(gen.slots)
     exec(compile(source, f"<kernel {f.name}>", "exec"), ns)  # our own generated code
     return NumpyKernel(f.name, source, ns[ident("kernel_", f.name)])
+
+
+def compile_numpy_group(
+    functions: list[Function], varying: dict[str, tuple[str, ...]], weights: dict[str, np.ndarray]
+) -> NumpyKernel | None:
+    """The group kernel of twin kernels (:mod:`acrobat.codegen.twins`): ``fn(B, *args,
+    out=views, _segs=counts)`` runs the members' batches as one call, the first
+    ``counts[0]`` rows being the first member's, and so on. Ops that read a weight
+    listed in ``varying`` run per member on its rows (a ``dense``), or read each row's
+    member's weight (an elementwise op on a bias); everything else runs once over all
+    rows. None when this generator cannot write it (then the members run apart)."""
+    f = functions[0]
+    name = "_".join(["group"] + [g.name for g in functions])
+    f = dataclasses.replace(f, name=name)
+    gen = _KernelGen(f, weights, True, False, groups=varying)
+    try:
+        source = gen.generate()
+    except NotGroupable:
+        return None
+    if "_NOT_GROUPABLE_" in source:  # a large weight read per row: not split by member
+        return None
+    ns = gen.ns
+    ns["_buf"] = workspace(gen.slots)
+    exec(compile(source, f"<kernel {name}>", "exec"), ns)  # our own generated code
+    return NumpyKernel(name, source, ns[ident("kernel_", name)])

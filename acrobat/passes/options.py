@@ -77,6 +77,14 @@ SWITCHES = (
         "together first (run time).",
     ),
     Switch(
+        "twin_launches",
+        "Twin launches",
+        "Kernels that differ only in their weights (a function specialized per weight set, "
+        "such as a BiRNN's two directions) run their batches as one call when the batches "
+        "follow each other and neither reads the other: the rows side by side, each weight "
+        "product on its own rows (run time, NumPy backend).",
+    ),
+    Switch(
         "inline_depth",
         "Inline depth computation",
         "The host program computes each node's depth as it records it (off: a DFG traversal "
@@ -139,6 +147,7 @@ class CompileOptions:
     ghost_ops: bool = True
     phases: bool = True
     gather_fusion: bool = True
+    twin_launches: bool = True
     inline_depth: bool = True
     independence: bool = True
     leveling: bool = True

@@ -22,6 +22,7 @@ class KernelInfo:
     name: str
     arg_batched: tuple[bool, ...]  # per argument: tensor value id (True) or host int
     n_outputs: int
+    extra: int = 0  # columns after the arguments (a twin group's: the member, see executor)
 
 
 @dataclass

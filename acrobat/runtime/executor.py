@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from acrobat.backends.base import Backend
+from acrobat.backends.tiling import _rows
 from acrobat.codegen.numpy_kernels import block_start
 from acrobat.codegen.records import ARGS, INST, OUT, READ_ARGMAX, STRIDE
 from acrobat.errors import IndexOutOfRange, InstanceError
@@ -32,11 +33,23 @@ from acrobat.trace import BatchFormed, KernelLaunched, PhaseBoundary, Trace
 class Executor:
     """Value storage (value id -> arena row) and batch execution for one program."""
 
-    def __init__(self, kernels, fns, pool: ArenaPool, backend: Backend):
+    def __init__(self, kernels, fns, pool: ArenaPool, backend: Backend, groups=()):
         self.kernels = kernels  # KernelSpec list, index = kernel id
         self.fns = fns
         self.pool = pool
         self.backend = backend
+        # twin kernels' group kernels (acrobat.codegen.twins): DFG kernels after the
+        # program's, each ``(member kernel ids, fn)``; its nodes are its members', whose
+        # records :meth:`join_twins` moves there with a last column: the member
+        # a group without a kernel of its own (the backend has none): its members apart
+        self.groups = [(tuple(m), fn or _members_apart(m, fns)) for m, fn in groups]
+        self.names = [k.name for k in kernels] + [
+            "+".join(kernels[k].name for k in m) for m, _ in self.groups
+        ]
+        self.n_kernels = len(kernels)
+        spec = [kernels[m[0]] for m, _ in self.groups]  # twins: the first member's signature
+        kernels = list(kernels) + spec
+        fns = list(fns) + [fn for _, fn in self.groups]
         self.arena_list = []
         self.upload_arenas: dict[tuple, object] = {}  # (shape, dtype) -> arena, for uploads
         self.arena_index: dict[int, int] = {}
@@ -45,8 +58,13 @@ class Executor:
         ]
         self.out_arenas = [[self._arena(t) for t in k.outputs] for k in kernels]
         self.info = [
-            KernelInfo(k.name, tuple(m == "batched" for _, _, m in k.params), len(k.outputs))
-            for k in kernels
+            KernelInfo(
+                name,
+                tuple(m == "batched" for _, _, m in k.params),
+                len(k.outputs),
+                int(i >= self.n_kernels),  # a twin group's rows end with the member
+            )
+            for i, (name, k) in enumerate(zip(self.names, kernels))
         ]
         # per kernel, what a launch needs: (fn, [(record column, input arena or None for
         # a host int)], [(output arena, its index in arena_list)], fused gather)
@@ -79,6 +97,35 @@ class Executor:
             size = max(n_values, 2 * len(self.row_of))
             self.row_of = np.resize(self.row_of, size)
             self.arena_of = np.resize(self.arena_of, size)
+
+    def join_twins(self, recs: list[np.ndarray]) -> list[np.ndarray]:
+        """The records of a flush per DFG kernel (``recs``: per program kernel): the
+        records of a twin group's members move to the group, each row with its member's
+        place in the group as a last column (the scheduler then batches them together:
+        one launch runs both RNN directions' step)."""
+        out = list(recs)
+        for members, _ in self.groups:
+            parts = [(j, recs[k]) for j, k in enumerate(members) if len(recs[k])]
+            width = recs[members[0]].shape[1]
+            if not parts:
+                out.append(np.zeros((0, width + 1), np.int64))
+                continue
+            rows = np.empty((sum(len(r) for _, r in parts), width + 1), np.int64)
+            at = 0
+            for j, r in parts:
+                rows[at : at + len(r), :width] = r
+                rows[at : at + len(r), width] = j
+                at += len(r)
+                out[members[j]] = recs[members[j]][:0]
+            out.append(rows)
+        return out
+
+    def node_name(self, k: int, row) -> str:
+        """The kernel that recorded a node of DFG kernel ``k`` (record ``row``): a twin
+        group's node is its member's."""
+        if k < self.n_kernels:
+            return self.names[k]
+        return self.names[self.groups[k - self.n_kernels][0][int(row[-1])]]
 
     # -- values ------------------------------------------------------------------------
     def upload(self, vid: int, value: np.ndarray) -> None:
@@ -200,7 +247,7 @@ class Executor:
             kernel_s += end - start
             times = self.backend.take_device_ms()
             device_ms = sum(times) if times is not None else None
-            name, n = self.kernels[k].name, step[1]
+            name, n = self.names[k], step[1]
             trace.emit(BatchFormed(i, name, n, batch.level, sched.policy, run_pass))
             trace.emit(
                 KernelLaunched(
@@ -264,6 +311,8 @@ class Executor:
             arena.alloc(top - arena.top)
         # pass 2 (vectorized per kernel): record rows in launch order, output rows
         recs: dict[int, tuple] = {}  # kernel -> (its records in launch order, offsets)
+        n_kernels = self.n_kernels
+        segs: dict[int, tuple] = {}  # twin group -> (records, per batch its (member, rows))
         for k, idx in of_kernel.items():
             if len(idx) == 1:
                 rec = records[k][batches[idx[0]].nodes]
@@ -273,6 +322,9 @@ class Executor:
             offsets = [0]
             for n in ns:
                 offsets.append(offsets[-1] + n)
+            if k >= n_kernels:  # a twin group: each batch's rows by member, and how many
+                segs[k] = self._members(k, rec, ns)
+                rec = segs[k][0]
             base = rec[:, OUT]
             total = offsets[-1]
             for j, (_, index) in enumerate(plans[k][2]):
@@ -324,10 +376,32 @@ class Executor:
                         continue
                     moved += (e - s) * arena.width * arena.dtype.itemsize
                 args.append((arena.buf, rows))  # the kernel gathers them
-            yield k, e - s, rec[s:e], args, firsts[i], moved
+            if k >= n_kernels:  # a twin group's kernel: which member's rows are where
+                yield k, e - s, rec[s:e], args, firsts[i], moved, segs[k][1][b]
+            else:
+                yield k, e - s, rec[s:e], args, firsts[i], moved
+
+    def _members(self, k: int, rec: np.ndarray, ns: list[int]) -> tuple:
+        """A twin group's records of a flush (``rec``, its batches' ``ns`` rows in turn)
+        with each batch's rows ordered by member (stable), and per batch its ``(member,
+        rows)`` pairs in that order."""
+        m = len(self.groups[k - self.n_kernels][0])
+        member = rec[:, -1]
+        batch = np.repeat(np.arange(len(ns)), ns)
+        order = np.lexsort((member, batch))
+        counts = np.bincount(batch * m + member, minlength=len(ns) * m).reshape(len(ns), m)
+        per_batch = [tuple((j, c) for j, c in enumerate(row) if c) for row in counts.tolist()]
+        return rec[order], per_batch
 
     def launch(
-        self, k: int, n: int, rec: np.ndarray, cols: list, firsts: tuple, moved: int
+        self,
+        k: int,
+        n: int,
+        rec: np.ndarray,
+        cols: list,
+        firsts: tuple,
+        moved: int,
+        segs: tuple | None = None,
     ) -> tuple[int, float, float]:
         """Run kernel ``k`` once on ``n`` nodes (``rec``: their record rows), as
         :meth:`plan` prepared it: ``cols`` per input what a fused kernel takes (a view of
@@ -359,18 +433,46 @@ class Executor:
             if fused:  # the kernel writes straight into the output blocks
                 views = [arena.rows(r0, n) for (arena, _), r0 in zip(outs, firsts)]
                 start = clock()
-                fn(n, *args, out=views)
-            else:
+                if segs is None:
+                    fn(n, *args, out=views)
+                else:  # a twin group's kernel: (member, rows) in row order
+                    fn(n, *args, out=views, _segs=segs)
+            elif segs is None:
                 start = clock()
                 results = fn(n, *args)
                 for (arena, _), r0, out in zip(outs, firsts, results):
                     arena.rows(r0, n)[...] = out
+            else:  # a twin group's batch: each member's kernel on its rows
+                members = self.groups[k - self.n_kernels][0]
+                start = clock()
+                at = 0
+                for m, c in segs:
+                    results = self.plans[members[m]][0](c, *[a[at : at + c] for a in args])
+                    for (arena, _), r0, out in zip(outs, firsts, results):
+                        arena.rows(r0 + at, c)[...] = out
+                    at += c
             self.backend.synchronize()
             end = clock()
         except IndexOutOfRange as err:
             raise InstanceError(
-                f"{self.kernels[k].name}: embedding {err}",
+                f"{self.names[k]}: embedding {err}",
                 int(rec[err.position, INST]),
                 hint="token ids must lie in [0, vocabulary size)",
             ) from None
         return moved, start, end
+
+
+def _members_apart(members, fns):
+    """A twin group's kernel for a backend without group kernels, in the fused
+    convention: each member's kernel on its rows of the batch (``_segs``: ``(member,
+    rows)`` in row order)."""
+    member_fns = [fns[k] for k in members]
+
+    def call(n, *args, out=None, _segs=()):
+        at = 0
+        for m, c in _segs:
+            part = [_rows(a, at, at + c) for a in args]
+            member_fns[m](c, *part, out=[o[at : at + c] for o in out])
+            at += c
+
+    return call

@@ -345,7 +345,7 @@ class _Tables:
         wide = max((len(c) for c in cols), default=0)
         self.table = np.zeros((len(kernels), 3 + wide), np.int64)
         for k, (ki, c) in enumerate(zip(kernels, cols)):
-            self.table[k, :3] = (ARGS + len(ki.arg_batched), ki.n_outputs, len(c))
+            self.table[k, :3] = (ARGS + len(ki.arg_batched) + ki.extra, ki.n_outputs, len(c))
             self.table[k, 3 : 3 + len(c)] = c
 
 

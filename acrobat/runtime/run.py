@@ -28,6 +28,7 @@ from acrobat import native
 from acrobat.backends import get_backend
 from acrobat.codegen.host import LOOP_MESSAGE
 from acrobat.codegen.records import ARGS, INST, OUT, STRIDE, float_bits
+from acrobat.codegen.twins import find_twins
 from acrobat.errors import AcrobatNameError, InstanceError
 from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
 from acrobat.runtime.arena import ArenaPool
@@ -282,7 +283,22 @@ class Runtime:
             self.fns.append(fn)
             self.sources[k.name] = src
         self.pool = ArenaPool(xp=self.backend.xp, zero_copy=prog.options.gather_fusion)
-        self.executor = Executor(self.kernels, self.fns, self.pool, self.backend)
+        # twin kernels (acrobat.codegen.twins): one DFG kernel per group, run by the
+        # backend's group kernel where it has one, else by its members apart
+        groups = []
+        if prog.options.twin_launches:
+            make_group = getattr(self.backend, "compile_group", None)
+            for t in find_twins([k.function for k in self.kernels]):
+                members = [self.kernels[i] for i in t.members]
+                if any(k.params != members[0].params for k in members):
+                    continue
+                made = None
+                if make_group is not None and self.pool.zero_copy:
+                    made = make_group(members, t.varying, prog.params)
+                if made is not None:
+                    self.sources["+".join(k.name for k in members)] = made[1]
+                groups.append((t.members, made[0] if made else None))
+        self.executor = Executor(self.kernels, self.fns, self.pool, self.backend, groups)
         # BLAS threads per run (acrobat/runtime/threads.py); only host kernels call a BLAS
         self.threads = ThreadPlan(active=self.backend.xp is np)
         ns: dict[str, Any] = {}
@@ -465,6 +481,8 @@ class Runtime:
                 lst.clear()
         if not nodes:  # e.g. a second read of a value the last pass made: nothing to run
             return
+        if ex.groups:  # twin kernels' nodes go to their group kernel
+            recs = ex.join_twins(recs)
         dfg = DFG(ex.info, recs)
         t2 = time.perf_counter()
         sched = schedule(dfg, st.policy, self.inline_depth, self.leveling)
@@ -523,26 +541,27 @@ class Runtime:
             trace, t0 = st.trace, st.t0
             for name, a, b in sorted(st.spans, key=lambda s: s[1]):
                 trace.emit(HostSpan(name, (a - t0) * 1e3, (b - t0) * 1e3))
-            _trace_passes(st, self.kernels)
+            _trace_passes(st, self.executor.node_name)
             trace.emit(HostSpan("total", 0.0, stats.total_ms))
             trace.emit(RunSummary(dict(stats)))
 
 
-def _trace_passes(st: _RunState, kernels) -> None:
+def _trace_passes(st: _RunState, node_name) -> None:
     """One ScheduleFormed per pass and, at trace level "nodes", its NodeRecorded events."""
     made_by: dict[int, int] = {}  # value id -> node, across passes
     offset = batches = 0
     for p, ((dfg, sched), bound) in enumerate(zip(st.passes, st.bounds)):
         st.trace.emit(ScheduleFormed(st.policy, len(sched.batches), dfg.num_nodes, bound, p))
         if st.node_events:
-            _node_events(st.trace, dfg, sched, kernels, offset, batches, made_by)
+            _node_events(st.trace, dfg, sched, node_name, offset, batches, made_by)
         offset += dfg.num_nodes
         batches += len(sched.batches)
 
 
-def _node_events(trace, dfg: DFG, sched, kernels, offset: int, batches: int, made_by) -> None:
+def _node_events(trace, dfg: DFG, sched, node_name, offset: int, batches: int, made_by) -> None:
     """One NodeRecorded per node (recording order), with its producers — in this pass or
-    an earlier one — and the run-wide number of the batch that ran it."""
+    an earlier one — and the run-wide number of the batch that ran it; ``node_name(k,
+    row)`` names the kernel that recorded a node of DFG kernel ``k``."""
     k, loc, key, _, _ = dfg.edges()
     pos_batch = {}
     for b, batch in enumerate(sched.batches):
@@ -562,7 +581,7 @@ def _node_events(trace, dfg: DFG, sched, kernels, offset: int, batches: int, mad
         trace.emit(
             NodeRecorded(
                 pos + offset,
-                kernels[kk].name,
+                node_name(kk, row),
                 row[INST],
                 int(key[pos] // STRIDE),
                 int(key[pos] % STRIDE),

@@ -19,9 +19,17 @@ def _checked_plan(seen: list):
         tops = {i: a.top for i, a in enumerate(self.arena_list)}  # before the flush
         steps = list(real(self, dfg, sched))
         assert len(steps) == len(sched.batches)
-        for batch, (k, n, rec, cols, firsts, moved) in zip(sched.batches, steps):
+        for batch, (k, n, rec, cols, firsts, moved, *segs) in zip(sched.batches, steps):
             assert k == batch.kernel and n == len(batch.nodes)
-            assert np.array_equal(rec, dfg.records[k][batch.nodes])
+            want_rec = dfg.records[k][batch.nodes]
+            if k >= self.n_kernels:  # a twin group's batch: its rows by member (stable)
+                member = want_rec[:, -1]
+                want_rec = want_rec[np.argsort(member, kind="stable")]
+                counts = np.bincount(member, minlength=len(self.groups[k - self.n_kernels][0]))
+                assert segs == [tuple((j, int(c)) for j, c in enumerate(counts) if c)]
+            else:
+                assert segs == []
+            assert np.array_equal(rec, want_rec)
             _, ins, outs, _ = self.plans[k]
             for j, ((arena, index), first) in enumerate(zip(outs, firsts)):
                 assert first == tops[index]  # the next block of its arena, in launch order
