@@ -38,7 +38,7 @@ from acrobat.errors import IndexOutOfRange
 from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
 from acrobat.ir.traversal import walk
 from acrobat.ir.types import FLOAT, TensorType, TupleType
-from acrobat.native import dense_rows
+from acrobat.native import dense_rows, dense_rows_by_member
 
 
 @dataclass(frozen=True)
@@ -154,19 +154,6 @@ def block_start(rows: np.ndarray) -> int | None:
 class NotGroupable(Exception):
     """Twin kernels whose group kernel this generator cannot write (see
     :func:`compile_numpy_group`)."""
-
-
-def gdense_rows(x, wts, panels, segs, out, biases=None):
-    """``out = x @ wt (+ bias)`` per member of a twin group: ``segs`` is ``(member, rows)``
-    pairs in row order, the rows of ``x`` taking that member's weight (``wts[member]``,
-    ``panels[member]``, ``biases[member]``)."""
-    s = 0
-    for m, n in segs:
-        if n:
-            b = biases[m] if biases is not None else None
-            dense_rows(x[s : s + n], wts[m], panels[m], out[s : s + n], b)
-        s += n
-    return out
 
 
 def seg_rows(stacked, segs):
@@ -313,7 +300,7 @@ def _dense(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple
             f"_gdense_rows({x}, ({''.join(w + ', ' for w in wts)}), "
             f"({''.join(p + ', ' for p in pans)}), _segs, {gen.buffer(e.ty)}, {biases})"
         )
-        gen.ns["_gdense_rows"] = gdense_rows
+        gen.ns["_gdense_rows"] = dense_rows_by_member
         assert len(wts) == m
         if len(ops) == 2 or resident:
             return code, True

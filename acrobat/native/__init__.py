@@ -181,3 +181,32 @@ def dense_rows(x, wt, panels, out, bias=None):
     if bias is not None:
         out += bias
     return out
+
+
+def dense_rows_by_member(x, wts, panels, segs, out, biases=None):
+    """:func:`dense_rows` for a twin group's batch (:mod:`acrobat.codegen.twins`):
+    ``segs`` is ``(member, rows)`` pairs in row order; each member's rows of ``x`` take its
+    weight (``wts[member]``, ``panels[member]``, ``biases[member]``). One call for the
+    batch (the rule and the module looked up once). Returns ``out``."""
+    mod = load()
+    k, n_out = x.shape[1], out.shape[1]
+    s = 0
+    for m, n in segs:
+        if not n:
+            continue
+        e = s + n
+        xs, os_ = x[s:e], out[s:e]
+        b = biases[m] if biases is not None else None
+        p = panels[m]
+        if not (
+            mod is not None
+            and p is not None
+            and n <= SMALL_ROWS
+            and n * k * n_out <= _max_macs
+            and mod.sgemm(xs, p, os_, b)
+        ):
+            np.matmul(xs, wts[m], out=os_)
+            if b is not None:
+                os_ += b
+        s = e
+    return out
