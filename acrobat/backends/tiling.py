@@ -71,7 +71,9 @@ def tile_rows(f: Function, weight_bytes: int = 0, budget: int = TILE_BYTES) -> i
     return rows if rows < UNTILED_ROWS else None
 
 
-def _rows(arg, s: int, e: int):
+def take_rows(arg, s: int, e: int):
+    """Rows ``s:e`` of a kernel argument in either calling convention: a slice of a
+    gathered ``[B, ...]`` array (or of host ids), or ``(arena buffer, its rows s:e)``."""
     if isinstance(arg, tuple):  # (arena buffer, rows): the kernel gathers them
         return (arg[0], arg[1][s:e])
     return arg[s:e]
@@ -86,7 +88,7 @@ def tiled(fn: Callable, rows: int) -> Callable:
             return fn(n, *args, out=out)
         for s in range(0, n, rows):
             e = min(n, s + rows)
-            fn(e - s, *[_rows(a, s, e) for a in args], out=[o[s:e] for o in out])
+            fn(e - s, *[take_rows(a, s, e) for a in args], out=[o[s:e] for o in out])
         return None
 
     call.rows = rows
@@ -108,7 +110,7 @@ def tiled_group(fn: Callable, rows: int) -> Callable:
         for s in range(0, n, rows):
             e = min(n, s + rows)
             segs = tuple((m, min(e, b) - max(s, a)) for m, a, b in spans if a < e and b > s)
-            fn(e - s, *[_rows(a, s, e) for a in args], out=[o[s:e] for o in out], _segs=segs)
+            fn(e - s, *[take_rows(a, s, e) for a in args], out=[o[s:e] for o in out], _segs=segs)
         return None
 
     call.rows = rows
@@ -120,6 +122,7 @@ __all__ = [
     "UNTILED_ROWS",
     "WEIGHT_RATIO",
     "row_bytes",
+    "take_rows",
     "tile_rows",
     "tiled",
     "tiled_group",

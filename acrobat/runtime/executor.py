@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from acrobat.backends.base import Backend
-from acrobat.backends.tiling import _rows
+from acrobat.backends.tiling import take_rows
 from acrobat.codegen.numpy_kernels import block_start
 from acrobat.codegen.records import ARGS, INST, OUT, READ_ARGMAX, STRIDE
 from acrobat.errors import IndexOutOfRange, InstanceError
@@ -38,10 +38,10 @@ class Executor:
         self.fns = fns
         self.pool = pool
         self.backend = backend
-        # twin kernels' group kernels (acrobat.codegen.twins): DFG kernels after the
-        # program's, each ``(member kernel ids, fn)``; its nodes are its members', whose
-        # records :meth:`join_twins` moves there with a last column: the member
-        # a group without a kernel of its own (the backend has none): its members apart
+        # twin kernels' groups (acrobat.codegen.twins): DFG kernels after the program's,
+        # each ``(member kernel ids, fn)``; a group's nodes are its members', whose records
+        # :meth:`join_twins` moves there with the member as a last column. A group without
+        # a kernel of its own (the backend has none) runs its members apart.
         self.groups = [(tuple(m), fn or _members_apart(m, fns)) for m, fn in groups]
         self.names = [k.name for k in kernels] + [
             "+".join(kernels[k].name for k in m) for m, _ in self.groups
@@ -455,7 +455,7 @@ class Executor:
             end = clock()
         except IndexOutOfRange as err:
             raise InstanceError(
-                f"{self.names[k]}: embedding {err}",
+                f"{self.node_name(k, rec[err.position])}: embedding {err}",
                 int(rec[err.position, INST]),
                 hint="token ids must lie in [0, vocabulary size)",
             ) from None
@@ -471,7 +471,7 @@ def _members_apart(members, fns):
     def call(n, *args, out=None, _segs=()):
         at = 0
         for m, c in _segs:
-            part = [_rows(a, at, at + c) for a in args]
+            part = [take_rows(a, at, at + c) for a in args]
             member_fns[m](c, *part, out=[o[at : at + c] for o in out])
             at += c
 

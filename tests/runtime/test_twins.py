@@ -164,3 +164,36 @@ def test_a_tiled_group_call_gives_each_tile_its_members_rows():
         (1, [6], ((0, 1),)),
     ]
     assert out[0].tolist() == (x * 10).tolist()
+
+
+def test_a_bad_token_in_a_group_batch_names_its_instance():
+    """An embedding index out of range inside a twin group's launch raises the same typed
+    error, for the same instance, as without twin launches."""
+    src = """
+H = Size("H", 4)
+V = Size("V", 10)
+E: Param[V, H]
+W1: Param[H, H]
+W2: Param[H, H]
+
+def look(w: int, W: Tensor[H, H]) -> Tensor[H]:
+    return tanh(dense(embed(E, w), W))
+
+def main(w: int) -> tuple[Tensor[H], Tensor[H]]:
+    return parallel(look(w, W1), look(w, W2))
+"""
+    module = parse(src)
+    rng = np.random.default_rng(0)
+    params = {p.name: rng.standard_normal(p.ty.shape).astype(np.float32) for p in module.params}
+    # (without embedding tables, which would tabulate each clone into a table of its own)
+    options = acrobat.CompileOptions().without("embedding_tables")
+    on = acrobat.compile(module, params, options)
+    assert prepare(on).executor.groups, "the two look kernels are twins"
+    off = acrobat.compile(module, params, options.without("twin_launches"))
+    errors = []
+    for prog in (on, off):
+        with pytest.raises(acrobat.InstanceError) as e:
+            acrobat.run(prog, [1, 7, 12, 3], strategy="batched")
+        errors.append(e.value)
+    assert errors[0].index == errors[1].index == 2
+    assert "look" in str(errors[0]) and "+" not in str(errors[0]).split(":")[0]
