@@ -346,7 +346,7 @@ class ExprGen(HostGen):
         return f"({self.tensor(s, ctx, d)} if {self.boolean(ctx, d)} else {self.tensor(s, ctx, d)})"
 
     def t_call(self, s, ctx, d) -> str:
-        call = self.helper(ctx, TensorType(s))
+        call = self.helper(ctx, TensorType(s), twins=True)
         return call if call is not None else self.leaf(s, ctx)
 
     def t_proj(self, s, ctx, d) -> str:

@@ -212,9 +212,11 @@ class _Gen(ExprGen, StmtGen):
         self.stack.pop()
         self.funcs.append("\n".join(lines))
 
-    def helper(self, ctx: Ctx, ret: Type) -> str | None:
+    def helper(self, ctx: Ctx, ret: Type, twins: bool = False) -> str | None:
         """A call of a new non-recursive function returning ``ret``, with arguments
-        taken from ``ctx`` (and sometimes a weight passed as an argument)."""
+        taken from ``ctx`` (and sometimes a weight passed as an argument). With ``twins``
+        (a tensor expression is wanted, not a call), a helper taking a weight may be
+        called twice, with two weights, and the results added."""
         if self.helper_depth >= MAX_HELPER_DEPTH or len(self.funcs) >= MAX_FUNCTIONS:
             return None
         name = self.fresh("f")
@@ -224,15 +226,29 @@ class _Gen(ExprGen, StmtGen):
             if n not in args:
                 args.append(n)
                 params.append((self.fresh("p"), t))
+        twin = None  # the same call with another weight of the same shape
         if self.src.boolean(0.25):
             s = self.src.choice([(self.vocab, self.sizes["H"]), self.shape(2), self.shape(1)])
             args.append(self.weight_expr(s, ctx))
             params.append((self.fresh("w"), TensorType(s)))
             self.feat.add("weight:arg")
+            if (
+                twins
+                and not self.helper_depth
+                and isinstance(ret, TensorType)
+                and self.src.boolean(0.5)
+            ):
+                # called twice with two weights: specialization clones the helper, and the
+                # clones' kernels are twins (acrobat/codegen/twins.py); not inside another
+                # helper, where the calls would double at every level
+                twin = args[:-1] + [self.weight(s, fresh=True)]
+                self.feat.add("weight:twins")
         self.helper_depth += 1
         self.function(name, params, ret, lambda c, ls: self.body(c, ls, ret, 2, 1))
         self.helper_depth -= 1
         self.call(name)
+        if twin is not None:
+            return f"({name}({', '.join(args)}) + {name}({', '.join(twin)}))"
         return f"{name}({', '.join(args)})"
 
     def consumer(self, t: AdtType) -> tuple[list[str], Type, list[Type]]:

@@ -38,6 +38,31 @@ def test_long_campaign_finds_nothing():
     _campaign_finds_nothing(SLOW_PROGRAMS)
 
 
+def test_generated_twin_kernels_equal_the_reference():
+    """Generated programs that call a helper with two weights (``weight:twins``): their
+    clones' kernels become twin groups (acrobat/codegen/twins.py), and every policy, option
+    set and backend still equals the reference. The first 4 such programs of seeds 0..."""
+    import acrobat
+    from acrobat.runtime.run import prepare
+
+    found = 0
+    for seed in range(600):
+        try:
+            drawn = campaign.draw_case(ChoiceSource(seed=seed))
+            module = acrobat.parse(drawn.source)
+            prog = acrobat.compile(module, acrobat.init_params(module, 0))
+        except acrobat.AcrobatError:
+            continue  # rejected programs are the campaign's business
+        if not prepare(prog).executor.groups:
+            continue
+        result = check_program(drawn.source, drawn.instances)
+        assert not result.failures, f"seed {seed}: " + "\n".join(map(str, result.failures))
+        found += 1
+        if found == 4:
+            break
+    assert found == 4, "the generator no longer makes twin kernels often enough"
+
+
 class DataChoices(ChoiceSource):
     """Choices drawn from Hypothesis, so Hypothesis shrinks failing programs itself."""
 

@@ -102,6 +102,7 @@ def test_features_cover_every_op():
         "param:rank2",
         "param:rank3",
         "weight:arg",
+        "weight:twins",
         "weight:ifexp",
         "weight:tuple",
         "bcast:wx",
