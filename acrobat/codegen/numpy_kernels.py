@@ -33,7 +33,6 @@ import numpy as np
 
 from acrobat import native
 from acrobat.codegen import ident, missing_rule
-from acrobat.codegen.twins import MAX_ROW_WEIGHT
 from acrobat.errors import IndexOutOfRange
 from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
 from acrobat.ir.traversal import walk
@@ -221,6 +220,16 @@ class NumpyRule:
 NUMPY_RULES: dict[str, NumpyRule] = {}
 """Op name -> its batched NumPy rule: one per op of a kind that runs in kernels."""
 
+ELEMENTWISE_RULES: set[str] = set()
+"""Ops whose rule is :func:`numpy_elementwise`: every operand reaches the template as an
+operand, so in a twin group's kernel a weight that differs per member can be each row's
+member's weight (repeated per row: only for weights of at most :data:`MAX_ROW_WEIGHT`
+elements)."""
+
+MAX_ROW_WEIGHT = 1 << 16
+"""Elements of the largest weight an elementwise op of a twin group's kernel reads per
+row (a bias); a larger one keeps the twins apart."""
+
 
 def numpy_rule(*names: str, fresh: bool = True, helpers: dict[str, Any] | None = None):
     """Decorator registering ``emit`` as the NumPy rule of ``names``."""
@@ -254,6 +263,7 @@ def numpy_elementwise(
         return template.format(*codes, out=out), anyb
 
     numpy_rule(name, fresh=fresh, helpers=helpers)(emit)
+    ELEMENTWISE_RULES.add(name)
 
 
 for _name, _template in {
@@ -847,11 +857,11 @@ def compile_numpy_group(
     functions: list[Function], varying: dict[str, tuple[str, ...]], weights: dict[str, np.ndarray]
 ) -> NumpyKernel | None:
     """The group kernel of twin kernels (:mod:`acrobat.codegen.twins`): ``fn(B, *args,
-    out=views, _segs=counts)`` runs the members' batches as one call, the first
-    ``counts[0]`` rows being the first member's, and so on. Ops that read a weight
-    listed in ``varying`` run per member on its rows (a ``dense``), or read each row's
-    member's weight (an elementwise op on a bias); everything else runs once over all
-    rows. None when this generator cannot write it (then the members run apart)."""
+    out=views, _segs=segs)`` runs a batch of the members' nodes as one call, ``segs``
+    being ``(member, rows)`` pairs in row order. Ops that read a weight listed in
+    ``varying`` run per member on its rows (a ``dense``), or read each row's member's
+    weight (an elementwise op on a bias); everything else runs once over all rows. None
+    when this generator cannot write it (then the members run apart)."""
     f = functions[0]
     name = "_".join(["group"] + [g.name for g in functions])
     f = dataclasses.replace(f, name=name)

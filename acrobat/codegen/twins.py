@@ -3,51 +3,28 @@
 Specialization gives each weight binding of a function its own copy (BiRNN's ``rnn``
 runs once with the forward weights and once, as ``rnn_dup1``, with the backward ones),
 so its kernels come in twins: ``rnn_k1`` computes ``tanh(t + h U_fw^T)`` and
-``rnn_dup1_k1`` ``tanh(t + h U_bw^T)``. The scheduler batches each kernel apart, so a
-step of the two RNNs is two launches of a few rows each. When such batches follow each
-other in a flush and neither reads the other's outputs, the executor runs them as ONE
-call of the twins' *group kernel* (:func:`acrobat.codegen.numpy_kernels.compile_numpy_group`):
-the batches' rows side by side, elementwise work done once over all of them, and each
-weight-reading op done per member on its rows (BiRNN small b8: 81 -> 43 kernel calls,
-2.62 -> 2.09 ms when the two directions shared one weight set, the bound of what merging
-can give).
+``rnn_dup1_k1`` ``tanh(t + h U_bw^T)``. Scheduled apart, a step of the two RNNs is two
+launches of a few rows each. The runtime makes each group of twins one DFG kernel
+(:meth:`acrobat.runtime.executor.Executor.join_twins`), so the scheduler batches both
+directions' step together, and the backend runs such a batch as one call of the group
+kernel (:func:`acrobat.codegen.numpy_kernels.compile_numpy_group`): the rows side by side,
+elementwise work done once over all of them, each weight-reading op per member on its
+rows (BiRNN small: 81 -> 42 launches at b8).
 
-This module finds the twins and says where their weights differ; the backend decides
-whether it can generate their group kernel.
+This module finds the twins and says where their weights differ, keeping only groups
+whose differing weights the NumPy group kernel can split by member.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
+from acrobat.codegen.numpy_kernels import ELEMENTWISE_RULES, MAX_ROW_WEIGHT
 from acrobat.ir.nodes import Function, Let, OpCall, ParamRef, Var
 from acrobat.ir.traversal import post_order_map, walk
 from acrobat.ir.types import TensorType
-
-ELEMENTWISE = frozenset(
-    [
-        "tanh",
-        "relu",
-        "exp",
-        "log",
-        "sqrt",
-        "neg",
-        "add",
-        "sub",
-        "mul",
-        "div",
-        "maximum",
-        "minimum",
-        "sigmoid",
-        "gelu",
-    ]
-)
-"""Ops whose weight operand may differ per member: the group kernel gives each row its
-member's weight (repeated per row, so only for small weights: :data:`MAX_ROW_WEIGHT`)."""
-
-MAX_ROW_WEIGHT = 1 << 16
-"""Elements of the largest weight an elementwise op may read per row (a bias)."""
 
 
 @dataclass(frozen=True)
@@ -90,13 +67,11 @@ def _uses_allowed(f: Function, varying: set[str]) -> bool:
     body = f.body
     if not isinstance(body, Let):
         return False
+    split = 0  # reads of a varying weight that the group kernel splits
     for b in body.bindings:
-        e = b.value
-        if isinstance(e, ParamRef):
-            if e.name in varying:
-                return False
-            continue
-        for x in walk(e):
+        if isinstance(b.value, ParamRef):
+            continue  # a weight bound to a name: counted as a read not split, below
+        for x in walk(b.value):
             if not isinstance(x, OpCall):
                 continue
             for i, a in enumerate(x.args):
@@ -111,31 +86,15 @@ def _uses_allowed(f: Function, varying: set[str]) -> bool:
                     )
                 elif x.op == "dense" and i == 2:
                     ok = isinstance(x.args[1], ParamRef) and len(a.ty.shape) == 1
-                elif x.op in ELEMENTWISE:
-                    ok = isinstance(a.ty, TensorType) and _elements(a.ty) <= MAX_ROW_WEIGHT
+                elif x.op in ELEMENTWISE_RULES:
+                    ok = isinstance(a.ty, TensorType) and math.prod(a.ty.shape) <= MAX_ROW_WEIGHT
                 else:
                     ok = False
                 if not ok:
                     return False
-    # a varying weight anywhere else (the body's result, a tuple) is not split
-    reads = sum(1 for x in walk(body) if isinstance(x, ParamRef) and x.name in varying)
-    counted = sum(
-        1
-        for b in body.bindings
-        if not isinstance(b.value, ParamRef)
-        for x in walk(b.value)
-        if isinstance(x, OpCall)
-        for a in x.args
-        if isinstance(a, ParamRef) and a.name in varying
-    )
-    return reads == counted
-
-
-def _elements(t: TensorType) -> int:
-    n = 1
-    for d in t.shape:
-        n *= d
-    return n
+                split += 1
+    # a varying weight read anywhere else (bound to a name, the body's result, a tuple)
+    return split == sum(1 for x in walk(body) if isinstance(x, ParamRef) and x.name in varying)
 
 
 def find_twins(functions: list[Function]) -> list[Twins]:

@@ -80,9 +80,8 @@ SWITCHES = (
         "twin_launches",
         "Twin launches",
         "Kernels that differ only in their weights (a function specialized per weight set, "
-        "such as a BiRNN's two directions) run their batches as one call when the batches "
-        "follow each other and neither reads the other: the rows side by side, each weight "
-        "product on its own rows (run time, NumPy backend).",
+        "such as a BiRNN's two directions) are batched together, and each batch runs as one "
+        "call: the rows side by side, each weight product on its own rows (run time).",
     ),
     Switch(
         "inline_depth",
