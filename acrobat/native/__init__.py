@@ -3,7 +3,10 @@
 :func:`sgemm` is the one kernel today: a float32 product of a few rows with a resident
 weight, ``out = x @ wt (+ bias)``, that packs nothing (``smallgemm.c`` says why OpenBLAS
 loses there). The generated NumPy kernels call it through :func:`dense_rows` for small
-products (:data:`SMALL_ROWS`, :data:`MULTI_THREAD_MACS`) and NumPy's ``matmul`` otherwise.
+products (:data:`SMALL_ROWS`, :data:`MULTI_THREAD_MACS`) and NumPy's ``matmul`` otherwise;
+in a run whose products are acrobat's own (:func:`set_threads` with ``own=True``), for every
+product, on two threads from :data:`TWO_THREAD_MACS` multiply-adds (the calling thread and
+a helper thread the module starts once per process).
 
 Building: the first process that needs it compiles ``smallgemm.c`` with the host's C
 compiler (``$CC`` or ``cc``, the Python headers of this interpreter) into a cache directory
@@ -50,8 +53,17 @@ the native kernel is ahead up to 64 rows on every weight tried (256 x 256 to 128
 wins past about 2.5e6 multiply-adds (1280 x 512: 1.05x at 8 rows, 0.92x at 16; 256 x 256:
 1.09x at 32 rows, 0.75x at 48)."""
 
+TWO_THREAD_MACS = 500_000
+"""In a run that gives the products to acrobat's own two threads (:func:`set_threads` with
+``own=True``), a product of at least this many multiply-adds is cut between the calling
+thread and the native module's helper thread; smaller ones stay on the caller (measured
+on this project's machine: 256 x 256 weights, two threads ahead from about 7 rows)."""
+
 _lock = threading.Lock()
-_max_macs = MULTI_THREAD_MACS  # the current rule (set_threads); conservative until told
+# the current rule (set_threads); conservative until told
+_max_rows = SMALL_ROWS
+_max_macs = MULTI_THREAD_MACS
+_two = False  # products of TWO_THREAD_MACS or more run on two threads (own mode)
 _module = None
 _status = "not loaded"
 _load_ms = 0.0
@@ -83,7 +95,17 @@ def _compile(out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=out.suffix, dir=out.parent)
     os.close(fd)
-    cmd = [*cc.split(), "-O3", "-shared", "-fPIC", f"-I{include}", str(SOURCE), "-o", tmp]
+    cmd = [
+        *cc.split(),
+        "-O3",
+        "-shared",
+        "-fPIC",
+        "-pthread",
+        f"-I{include}",
+        str(SOURCE),
+        "-o",
+        tmp,
+    ]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
@@ -157,25 +179,35 @@ def pack(wt: np.ndarray) -> np.ndarray | None:
     return np.ascontiguousarray(padded.reshape(k, nb, 16).transpose(1, 0, 2))
 
 
-def set_threads(n: int) -> None:
-    """Tell the rule how many BLAS threads the products around it run with (the runtime's
-    thread plan calls this at the start of every run): with one, up to
-    :data:`SMALL_ROWS` rows go native; with more, only products of at most
-    :data:`MULTI_THREAD_MACS` multiply-adds."""
-    global _max_macs
-    _max_macs = 1 << 62 if n == 1 else MULTI_THREAD_MACS
+def set_threads(n: int, own: bool = False) -> None:
+    """Tell the rule how many threads the products around it run with (the runtime's
+    thread plan calls this at the start and the end of every run): with one BLAS thread,
+    up to :data:`SMALL_ROWS` rows go native; with more, only products of at most
+    :data:`MULTI_THREAD_MACS` multiply-adds. ``own`` (with ``n`` >= 2): the BLAS runs on
+    one thread and every product the native kernel can take is its, on two threads from
+    :data:`TWO_THREAD_MACS` multiply-adds (``smallgemm.c``: the helper thread)."""
+    global _max_rows, _max_macs, _two
+    _two = own and n >= 2
+    _max_rows = 1 << 62 if _two else SMALL_ROWS
+    _max_macs = 1 << 62 if (n == 1 or _two) else MULTI_THREAD_MACS
+
+
+def two_threads() -> bool:
+    """Whether the rule now gives products to the native kernel's two threads."""
+    return _two
 
 
 def dense_rows(x, wt, panels, out, bias=None):
     """``out = x @ wt (+ bias)`` for float32 ``x`` ``[M, K]``, ``wt`` ``[K, N]`` (and
-    ``panels``, :func:`pack` of it, or None): the native kernel for a product small enough
-    (:data:`SMALL_ROWS`, :func:`set_threads`) whose layouts suit it, else NumPy. Returns
+    ``panels``, :func:`pack` of it, or None): the native kernel for a product the rule gives
+    it (:data:`SMALL_ROWS`, :func:`set_threads`) whose layouts suit it, else NumPy. Returns
     ``out``."""
     mod = load()
     if mod is not None and panels is not None and x.ndim == 2:
         m = x.shape[0]
-        small = m <= SMALL_ROWS and m * x.shape[1] * out.shape[1] <= _max_macs
-        if small and mod.sgemm(x, panels, out, bias):
+        macs = m * x.shape[1] * out.shape[1]
+        two = 2 if _two and macs >= TWO_THREAD_MACS else 1
+        if m <= _max_rows and macs <= _max_macs and mod.sgemm(x, panels, out, bias, two):
             return out
     np.matmul(x, wt, out=out)
     if bias is not None:
@@ -201,9 +233,9 @@ def dense_rows_by_member(x, wts, panels, segs, out, biases=None):
         if not (
             mod is not None
             and p is not None
-            and n <= SMALL_ROWS
-            and n * k * n_out <= _max_macs
-            and mod.sgemm(xs, p, os_, b)
+            and n <= _max_rows
+            and (macs := n * k * n_out) <= _max_macs
+            and mod.sgemm(xs, p, os_, b, 2 if _two and macs >= TWO_THREAD_MACS else 1)
         ):
             np.matmul(xs, wts[m], out=os_)
             if b is not None:

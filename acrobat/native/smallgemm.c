@@ -13,7 +13,15 @@
  * and the caller uses NumPy. Each output row is summed in the same order whatever the
  * number of rows, so a row's result does not depend on the batch it ran in.
  *
- * sgemm(x, panels, out, bias) -> bool
+ * Two threads: with ``threads`` = 2 the weight's panels are split in two halves, the
+ * calling thread computing the first and a helper thread of this module (started on first
+ * use, one per process) the second. Splitting by columns keeps every output element's
+ * summation order, so the result is the same bit for bit on one thread or two. The helper
+ * spins briefly after a job (the next launch of a run usually follows within
+ * microseconds) and then sleeps on a condition variable; a call that finds it taken by
+ * another thread, or a process forked from the one that started it, runs on one thread.
+ *
+ * sgemm(x, panels, out, bias[, threads]) -> bool
  *   x      [M, K] float32, unit stride along K (any row stride)
  *   panels [ceil(N / 16), K, 16] float32, C-contiguous (acrobat.native.pack of W^T)
  *   out    [M, N] float32, writable, unit stride along N (any row stride), N % 8 == 0,
@@ -25,6 +33,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) || defined(_M_X64)
 #define ACROBAT_X86 1
@@ -74,20 +86,180 @@ typedef void (*tile_fn)(Py_ssize_t, const float *, Py_ssize_t, const float *, fl
                         Py_ssize_t, const float *, int);
 static const tile_fn TILES[7] = {0, tile_1, tile_2, tile_3, tile_4, tile_5, tile_6};
 
-/* Panels outermost, so that each panel of the weight is read from memory once and reused
- * from cache by every block of rows. ``w`` is [ceil(N / 16), K, 16]; N % 8 == 0. */
+/* Panels outermost within a block of rows, so that each panel of the weight is read once
+ * per block and reused from cache by every tile of rows in it; a block's rows (at most
+ * BLOCK_BYTES of x) stay in cache across the panels. ``w`` is [ceil(N / 16), K, 16];
+ * N % 8 == 0. Computes the columns [n0, n1) (n0 a multiple of 16). */
+#define BLOCK_BYTES (192 * 1024)
 static void gemm_avx2(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, const float *x,
                       Py_ssize_t ldx, const float *w, float *o, Py_ssize_t ldo,
-                      const float *bias) {
-    for (Py_ssize_t n = 0; n < N; n += 16) {
-        const float *panel = w + (n / 16) * K * 16;
-        int full = N - n >= 16;
-        for (Py_ssize_t m = 0; m < M; m += 6) {
-            Py_ssize_t mr = M - m < 6 ? M - m : 6;
-            TILES[mr](K, x + m * ldx, ldx, panel, o + m * ldo + n, ldo,
-                      bias ? bias + n : NULL, full);
+                      const float *bias, Py_ssize_t n0, Py_ssize_t n1) {
+    (void)N;
+    Py_ssize_t block = BLOCK_BYTES / (4 * (K > 0 ? K : 1));
+    block = block < 6 ? 6 : block - block % 6;
+    for (Py_ssize_t m0 = 0; m0 < M; m0 += block) {
+        Py_ssize_t m1 = M - m0 < block ? M : m0 + block;
+        for (Py_ssize_t n = n0; n < n1; n += 16) {
+            const float *panel = w + (n / 16) * K * 16;
+            int full = n1 - n >= 16;
+            for (Py_ssize_t m = m0; m < m1; m += 6) {
+                Py_ssize_t mr = m1 - m < 6 ? m1 - m : 6;
+                TILES[mr](K, x + m * ldx, ldx, panel, o + m * ldo + n, ldo,
+                          bias ? bias + n : NULL, full);
+            }
         }
     }
+}
+
+/* -- the helper thread ------------------------------------------------------------------
+ * A two-thread product is cut into CHUNKS pieces (column panels, or blocks of rows); the
+ * caller and the helper each take the next untaken piece until none is left, so a helper
+ * that is late (asleep, or waiting for a core another process holds) only takes fewer
+ * pieces: the caller never waits for work nobody has started. A piece is claimed with
+ * one compare-and-swap on ``next`` = job number << 32 | next piece, so a helper still
+ * looking at a finished job cannot take a piece of the next one. */
+#define CHUNKS 4
+typedef struct {
+    Py_ssize_t M, N, K, ldx, ldo;
+    const float *x, *w, *bias;
+    float *o;
+    int by_cols;
+    Py_ssize_t cut[CHUNKS + 1]; /* piece i: columns or rows [cut[i], cut[i + 1]) */
+} job_t;
+
+static pthread_mutex_t call_mu = PTHREAD_MUTEX_INITIALIZER; /* one two-thread call at once */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;      /* guards sleeping, the wake */
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static job_t job;
+static atomic_long posted;   /* the number of the latest job */
+static atomic_ullong next;   /* job number << 32 | pieces << 16 | the next piece to take */
+static atomic_int finished;  /* pieces of the latest job done */
+static int sleeping;
+static pid_t helper_pid;     /* the process that started the helper (0: none) */
+
+#define SPIN_NS 2000000L /* how long the helper spins for the next job before sleeping */
+
+static long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+static void run_piece(int i) {
+    Py_ssize_t a = job.cut[i], b = job.cut[i + 1];
+    if (job.by_cols)
+        gemm_avx2(job.M, job.N, job.K, job.x, job.ldx, job.w, job.o, job.ldo, job.bias, a, b);
+    else
+        gemm_avx2(b - a, job.N, job.K, job.x + a * job.ldx, job.ldx, job.w, job.o + a * job.ldo,
+                  job.ldo, job.bias, 0, job.N);
+}
+
+/* Take and run pieces of job ``s`` until none is left. */
+static void take_pieces(long s) {
+    for (;;) {
+        unsigned long long v = atomic_load_explicit(&next, memory_order_acquire);
+        int piece = (int)(v & 0xffff), pieces = (int)((v >> 16) & 0xffff);
+        if ((long)(v >> 32) != (s & 0xffffffffL) || piece >= pieces)
+            return;
+        if (!atomic_compare_exchange_weak_explicit(&next, &v, v + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        run_piece(piece);
+        atomic_fetch_add_explicit(&finished, 1, memory_order_release);
+    }
+}
+
+static void *helper_main(void *arg) {
+    (void)arg;
+    long seen = atomic_load(&posted);
+    for (;;) {
+        long s = atomic_load_explicit(&posted, memory_order_acquire);
+        if (s == seen) {
+            long until = now_ns() + SPIN_NS;
+            int i = 0;
+            while ((s = atomic_load_explicit(&posted, memory_order_acquire)) == seen) {
+                _mm_pause();
+                if (++i % 64 == 0 && now_ns() > until)
+                    break;
+            }
+        }
+        if (s == seen) {
+            pthread_mutex_lock(&mu);
+            sleeping = 1;
+            while ((s = atomic_load_explicit(&posted, memory_order_acquire)) == seen)
+                pthread_cond_wait(&cv, &mu);
+            sleeping = 0;
+            pthread_mutex_unlock(&mu);
+        }
+        seen = s;
+        take_pieces(s);
+    }
+    return NULL;
+}
+
+/* Whether a helper runs in this process (started now if not). */
+static int helper_ready(void) {
+    pid_t me = getpid();
+    if (helper_pid == me)
+        return 1;
+    /* none yet, or one of the parent's (a fork copies no threads): start ours */
+    pthread_mutex_init(&mu, NULL);
+    pthread_cond_init(&cv, NULL);
+    sleeping = 0;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int err = pthread_create(&t, &attr, helper_main, NULL);
+    pthread_attr_destroy(&attr);
+    if (err != 0)
+        return 0;
+    helper_pid = me;
+    return 1;
+}
+
+/* out = x @ w on two threads: CHUNKS pieces of the panels (columns) when there are four or
+ * more, else of the rows (multiples of 6); returns 0 (nothing done) when the product is
+ * too narrow and short to cut or the helper is not available. */
+static int gemm_two(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, const float *x, Py_ssize_t ldx,
+                    const float *w, float *o, Py_ssize_t ldo, const float *bias) {
+    Py_ssize_t panels = (N + 15) / 16;
+    int by_cols = panels >= 4 || (panels >= 2 && M < 12);
+    Py_ssize_t units = by_cols ? panels : (M + 5) / 6; /* panels, or tiles of 6 rows */
+    if (units < 2 || pthread_mutex_trylock(&call_mu) != 0)
+        return 0;
+    if (!helper_ready()) {
+        pthread_mutex_unlock(&call_mu);
+        return 0;
+    }
+    int pieces = units < CHUNKS ? (int)units : CHUNKS;
+    Py_ssize_t unit = by_cols ? 16 : 6, end = by_cols ? N : M;
+    for (int i = 0; i <= pieces; i++) {
+        Py_ssize_t c = (units * i / pieces) * unit;
+        job.cut[i] = c < end ? c : end;
+    }
+    job.M = M, job.N = N, job.K = K, job.ldx = ldx, job.ldo = ldo;
+    job.x = x, job.w = w, job.bias = bias, job.o = o, job.by_cols = by_cols;
+    long s = atomic_load_explicit(&posted, memory_order_relaxed) + 1;
+    atomic_store_explicit(&finished, 0, memory_order_relaxed);
+    atomic_store_explicit(&next,
+                          ((unsigned long long)(s & 0xffffffffL) << 32) |
+                              ((unsigned long long)pieces << 16),
+                          memory_order_release);
+    pthread_mutex_lock(&mu);
+    atomic_store_explicit(&posted, s, memory_order_release);
+    if (sleeping)
+        pthread_cond_signal(&cv);
+    pthread_mutex_unlock(&mu);
+    take_pieces(s);
+    int i = 0;
+    while (atomic_load_explicit(&finished, memory_order_acquire) != pieces) {
+        _mm_pause();
+        if (++i % 256 == 0)
+            sched_yield(); /* the helper may be waiting for this core */
+    }
+    pthread_mutex_unlock(&call_mu);
+    return 1;
 }
 
 static int have_avx2(void) {
@@ -116,9 +288,16 @@ static int get_f32(PyObject *obj, Py_buffer *view, int flags, int ndim) {
 
 static PyObject *sgemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "sgemm(x, panels, out, bias) takes 4 arguments");
+    if (nargs != 4 && nargs != 5) {
+        PyErr_SetString(PyExc_TypeError,
+                        "sgemm(x, panels, out, bias[, threads]) takes 4 or 5 arguments");
         return NULL;
+    }
+    long threads = 1;
+    if (nargs == 5) {
+        threads = PyLong_AsLong(args[4]);
+        if (threads == -1 && PyErr_Occurred())
+            return NULL;
     }
 #ifndef ACROBAT_X86
     Py_RETURN_FALSE;
@@ -168,9 +347,12 @@ static PyObject *sgemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
                 for (Py_ssize_t n = 0; n < N; n++)
                     ((float *)o.buf)[m * ldo + n] = has_bias ? ((float *)b.buf)[n] : 0.0f;
         } else {
+            const float *xb = (const float *)x.buf, *wb = (const float *)w.buf;
+            const float *bb = has_bias ? (const float *)b.buf : NULL;
+            float *ob = (float *)o.buf;
             Py_BEGIN_ALLOW_THREADS
-            gemm_avx2(M, N, K, (const float *)x.buf, ldx, (const float *)w.buf, (float *)o.buf,
-                      ldo, has_bias ? (const float *)b.buf : NULL);
+            if (threads < 2 || !gemm_two(M, N, K, xb, ldx, wb, ob, ldo, bb))
+                gemm_avx2(M, N, K, xb, ldx, wb, ob, ldo, bb, 0, N);
             Py_END_ALLOW_THREADS
         }
     }
@@ -197,7 +379,8 @@ static PyObject *available(PyObject *self, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"sgemm", (PyCFunction)(void (*)(void))sgemm, METH_FASTCALL,
-     "sgemm(x, panels, out, bias) -> bool: out = x @ W^T (+ bias), float32, few rows"},
+     "sgemm(x, panels, out, bias[, threads]) -> bool: out = x @ W^T (+ bias), float32, "
+     "few rows, on one thread or two"},
     {"available", available, METH_NOARGS, "whether this CPU runs the AVX2/FMA kernel"},
     {NULL, NULL, 0, NULL},
 };

@@ -287,12 +287,23 @@ def describe() -> str:
 
 class ThreadPlan:
     """The thread decision of one prepared program: :meth:`begin` sets the run's count,
-    :meth:`end` restores the BLAS and says what ran."""
+    :meth:`end` restores the BLAS and says what ran.
 
-    def __init__(self, active: bool = True):
+    ``own`` (a program whose products are nearly all ones the native kernel takes, see
+    :func:`own_products`): a run given two threads or more runs those products on the
+    native kernel's two threads (:mod:`acrobat.native`) and the BLAS on one. Not both:
+    the BLAS's worker threads spin for about 0.1 s after each multi-threaded call
+    (measured here: a process's CPU time grew 0.1 s during a 1 s sleep after one 512^3
+    product), so a BLAS on two threads and acrobat's helper thread would each take the
+    other's core. The native kernel on two threads matched OpenBLAS on two at 64-2048
+    rows (512 x 512 to 1024 x 2560 weights) and beat it at fewer rows, where it runs
+    without packing; see docs/architecture.md, "Small GEMMs", for the models."""
+
+    def __init__(self, active: bool = True, own: bool = False):
         self.host = active  # the backend's kernels call the host BLAS
         self.blas = blas() if active else None
         self.active = active and bool(self.blas.libs)
+        self.own = own and self.active
         self.found = self.used = 0
         self.why = ""
 
@@ -316,11 +327,17 @@ class ThreadPlan:
             self.why = (
                 f"auto: {self.used} of {self.found} (others busy {others:.1f} of {cpus()} cores)"
             )
-        b.set(self.used)
-        native.set_threads(self.used)  # which products its one-thread kernel takes
+        if self.own and self.used >= 2 and native.load() is not None:
+            b.set(1)
+            native.set_threads(self.used, own=True)
+            self.why += "; products on acrobat's two native threads, the BLAS on one"
+        else:
+            b.set(self.used)
+            native.set_threads(self.used)  # which products its one-thread kernel takes
 
     def end(self) -> int:
-        """Restore the BLAS; returns the threads the run used (0: none controlled)."""
+        """Restore the BLAS; returns the threads the run's products used (0: none
+        controlled): the BLAS's, or two when they ran on the native kernel's threads."""
         if self.active:
             self.blas.set(self.found)
             native.set_threads(self.found)
@@ -328,3 +345,39 @@ class ThreadPlan:
             # since this run ended (when that is long enough) rather than this run too
             _OTHERS.estimate(cpus())
         return self.used
+
+
+OTHER_PRODUCTS = 0.2
+"""A program gives its products to acrobat's own threads (:class:`ThreadPlan`) when the
+matrix products the native kernel cannot take are at most this share of its product
+FLOPs per node: the BLAS runs those on one thread then."""
+
+
+def own_products(functions) -> bool:
+    """Whether the products of kernel ``functions`` (IR) are nearly all ones the native
+    kernel takes (``dense`` of a node's vector by a float32 weight of a multiple of 8
+    rows): at most :data:`OTHER_PRODUCTS` of their FLOPs per node are other products
+    (``matmul``, ``batch_matmul``, ``dense`` of computed weights or of matrices)."""
+    from acrobat.ir.nodes import OpCall, ParamRef
+    from acrobat.ir.ops import op_flops
+    from acrobat.ir.traversal import walk
+
+    taken = other = 0
+    for f in functions:
+        for e in walk(f.body):
+            if not isinstance(e, OpCall) or e.op not in ("dense", "matmul", "batch_matmul"):
+                continue
+            flops = op_flops(e.op, [a.ty for a in e.args], e.ty, dict(e.attrs))
+            x, w = e.args[0], e.args[1]
+            if (
+                e.op == "dense"
+                and isinstance(w, ParamRef)
+                and len(x.ty.shape) == 1
+                and len(w.ty.shape) == 2
+                and w.ty.shape[0] % 8 == 0
+                and x.ty.dtype == w.ty.dtype == "float32"
+            ):
+                taken += flops
+            else:
+                other += flops
+    return taken > 0 and other <= OTHER_PRODUCTS * (taken + other)

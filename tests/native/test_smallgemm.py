@@ -183,6 +183,7 @@ def test_the_rule_follows_the_blas_threads(monkeypatch):
     class Spy:
         def sgemm(self, *args):
             calls.append(args[0].shape[0])
+            assert args[4:] in ((), (1,))  # not own threads: one thread
             return real.sgemm(*args)
 
     monkeypatch.setattr(native, "_module", Spy())
@@ -214,3 +215,104 @@ def test_a_run_sets_the_rule_from_its_threads(monkeypatch):
     res = acrobat.run(prog, xs, strategy="batched", threads=1)
     if res.stats.blas_threads:  # a BLAS under control: the run told the rule
         assert seen[0] == 1
+
+
+@needs_native
+@pytest.mark.parametrize("n", [8, 16, 24, 40, 64, 256, 1280])
+@pytest.mark.parametrize("m", [1, 2, 7, 11, 12, 13, 25, 64, 100, 301])
+def test_two_threads_give_the_same_bits_as_one(m, n):
+    # cut by columns (four panels or more, or few rows) or by rows: every output element
+    # is summed in the same order, so the bits do not depend on the threads
+    x, w, b = _operands(m, 96, n, seed=m * 10 + n)
+    panels = native.pack(np.ascontiguousarray(w.T))
+    mod = native.load()
+    for bias in (None, b):
+        one = np.full((m, n), np.nan, np.float32)
+        two = np.full((m + 2, n + 8), np.nan, np.float32)  # strided rows, a margin kept
+        assert mod.sgemm(x, panels, one, bias, 1) is True
+        assert mod.sgemm(x, panels, two[1 : m + 1, 4 : n + 4], bias, 2) is True
+        np.testing.assert_array_equal(two[1 : m + 1, 4 : n + 4], one)
+        assert np.isnan(two[0]).all() and np.isnan(two[m + 1]).all()
+        assert np.isnan(two[:, :4]).all() and np.isnan(two[:, n + 4 :]).all()
+
+
+@needs_native
+def test_two_threads_from_many_python_threads_at_once():
+    # one two-thread product runs at a time; a call that finds the helper taken runs on
+    # its own thread: every result is still right
+    import threading
+
+    x, w, b = _operands(40, 256, 256)
+    panels = native.pack(np.ascontiguousarray(w.T))
+    mod = native.load()
+    want = np.empty((40, 256), np.float32)
+    mod.sgemm(x, panels, want, b)
+    bad = []
+
+    def work():
+        out = np.empty((40, 256), np.float32)
+        for _ in range(200):
+            out[...] = np.nan
+            mod.sgemm(x, panels, out, b, 2)
+            if not np.array_equal(out, want):
+                bad.append(1)
+
+    ts = [threading.Thread(target=work) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not bad
+
+
+@needs_native
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_two_threads_in_a_forked_child():
+    # a fork copies no threads: the child starts its own helper
+    x, w, _ = _operands(30, 128, 128)
+    panels = native.pack(np.ascontiguousarray(w.T))
+    mod = native.load()
+    want = np.empty((30, 128), np.float32)
+    mod.sgemm(x, panels, want, None, 2)  # the parent's helper is running
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only when its product is right
+        ok = False
+        try:
+            out = np.empty_like(want)
+            ok = mod.sgemm(x, panels, out, None, 2) and np.array_equal(out, want)
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+
+
+@needs_native
+def test_own_threads_rule_takes_every_product_and_cuts_the_large(monkeypatch):
+    calls = []
+    real = native.load()
+
+    class Spy:
+        def sgemm(self, x, panels, out, bias, threads=1):
+            calls.append((x.shape[0], threads))
+            return real.sgemm(x, panels, out, bias, threads)
+
+    monkeypatch.setattr(native, "_module", Spy())
+    x, w, _ = _operands(native.SMALL_ROWS + 36, 256, 256)
+    wt = np.ascontiguousarray(w.T)
+    panels = native.pack(wt)
+    out = np.empty((x.shape[0], 256), np.float32)
+    try:
+        native.set_threads(2, own=True)
+        assert native.two_threads()
+        native.dense_rows(x, wt, panels, out)  # past SMALL_ROWS: still native, two threads
+        native.dense_rows(x[:4], wt, panels, out[:4])  # 4 x 256 x 256 < TWO_THREAD_MACS
+        assert calls == [(x.shape[0], 2), (4, 1)]
+        np.testing.assert_allclose(out, x @ wt, rtol=1e-5, atol=1e-4)
+        calls.clear()
+        native.set_threads(1, own=True)  # one thread: the one-thread rule
+        assert not native.two_threads()
+        native.dense_rows(x, wt, panels, out)
+        assert calls == []  # past SMALL_ROWS: NumPy
+    finally:
+        native.set_threads(2)
+    assert not native.two_threads()

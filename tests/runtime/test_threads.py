@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import acrobat
+from acrobat import native
 from acrobat.runtime import threads
 from acrobat.runtime.threads import ENV, ThreadPlan, resolve
 from tests.runtime.helpers import assert_outputs_equal, batch, program
@@ -87,6 +88,41 @@ def test_forced_counts(fake, monkeypatch):
     assert blas.lib.n == 4
 
 
+def test_own_threads_take_the_products_and_the_blas_runs_on_one(fake):
+    blas, others = fake
+    if native.load() is None:
+        pytest.skip(f"native kernel unavailable here: {native.status()}")
+    plan = ThreadPlan(own=True)
+    try:
+        plan.begin(None)  # quiet: the products on the native kernel's two threads
+        assert blas.lib.n == 1 and native.two_threads()
+        assert plan.why == (
+            "auto: 4 of 4 (others busy 0.0 of 4 cores); "
+            "products on acrobat's two native threads, the BLAS on one"
+        )
+        assert plan.end() == 4 and blas.lib.n == 4 and not native.two_threads()
+        others["cores"] = 3.9  # busy: one thread, the BLAS's
+        plan.begin(None)
+        assert blas.lib.n == 1 and not native.two_threads() and "native" not in plan.why
+        plan.end()
+        plan.begin(2)  # forced two
+        assert blas.lib.n == 1 and native.two_threads()
+        assert plan.end() == 2 and blas.lib.n == 4
+    finally:
+        native.set_threads(threads.blas().get() or 1)
+
+
+def test_which_programs_give_their_products_to_own_threads():
+    # dense by weights (the native kernel's) -> own; attention/matrix products -> BLAS
+    for model, own in [("treelstm", True), ("birnn", True), ("drnn", True)]:
+        assert threads.own_products(k.function for k in program(model).kernels.values()) is own
+    for model in ("berxit", "mvrnn"):
+        spec = acrobat.models.load(model, size="tiny")
+        prog = acrobat.compile(spec.module, spec.params)
+        assert not threads.own_products(k.function for k in prog.kernels.values()), model
+    assert not threads.own_products([])  # no products at all: nothing to give
+
+
 def test_inactive_plan_switches_nothing(fake):
     blas, _ = fake
     plan = ThreadPlan(active=False)
@@ -117,7 +153,10 @@ def test_run_records_the_threads_and_outputs_do_not_change():
         if threads.blas().libs:
             assert s.blas_threads >= 1
             if t is not None:
-                assert s.blas_threads == t and s.threads == f"forced {t} (threads={t})"
+                assert s.blas_threads == t and s.threads.startswith(f"forced {t} (threads={t})")
+        own = "products on acrobat's two native threads, the BLAS on one"
+        # TreeLSTM's products are all dense by weights: given two threads, they are its
+        assert (own in s.threads) == (s.blas_threads >= 2 and native.load() is not None)
 
 
 def test_env_var_forces_a_run(monkeypatch):
