@@ -218,10 +218,18 @@ def dense_rows(x, wt, panels, out, bias=None):
 def dense_rows_by_member(x, wts, panels, segs, out, biases=None):
     """:func:`dense_rows` for a twin group's batch (:mod:`acrobat.codegen.twins`):
     ``segs`` is ``(member, rows)`` pairs in row order; each member's rows of ``x`` take its
-    weight (``wts[member]``, ``panels[member]``, ``biases[member]``). One call for the
-    batch (the rule and the module looked up once). Returns ``out``."""
+    weight (``wts[member]``, ``panels[member]``, ``biases[member]``). One native call for
+    the whole batch when the rule gives it every member's rows (on two threads the
+    members' products run side by side), else each member apart. Returns ``out``."""
     mod = load()
     k, n_out = x.shape[1], out.shape[1]
+    if mod is not None and x.ndim == 2 and all(p is not None for p in panels):
+        rows = max(n for _, n in segs) if segs else 0
+        macs = x.shape[0] * k * n_out
+        if rows <= _max_rows and rows * k * n_out <= _max_macs:
+            two = 2 if _two and macs >= TWO_THREAD_MACS else 1
+            if mod.sgemm_segs(x, panels, out, biases, segs, two):
+                return out
     s = 0
     for m, n in segs:
         if not n:

@@ -13,9 +13,9 @@
  * and the caller uses NumPy. Each output row is summed in the same order whatever the
  * number of rows, so a row's result does not depend on the batch it ran in.
  *
- * Two threads: with ``threads`` = 2 the weight's panels are split in two halves, the
- * calling thread computing the first and a helper thread of this module (started on first
- * use, one per process) the second. Splitting by columns keeps every output element's
+ * Two threads: with ``threads`` = 2 a product is cut into pieces (of its columns, or of
+ * its rows) that the calling thread and a helper thread of this module (started on first
+ * use, one per process) share. Cutting columns or rows keeps every output element's
  * summation order, so the result is the same bit for bit on one thread or two. The helper
  * spins briefly after a job (the next launch of a run usually follows within
  * microseconds) and then sleeps on a condition variable; a call that finds it taken by
@@ -29,6 +29,13 @@
  *   bias   [N] float32 contiguous, or None
  * Returns True when it computed ``out``; False when a layout or the CPU is not supported
  * (nothing written). Raises only for arguments that are not buffers.
+ *
+ * sgemm_segs(x, panels, out, biases, segs[, threads]) -> bool
+ *   a twin group's product (acrobat.codegen.twins): ``segs`` is ``((member, rows), ...)`` in
+ *   row order, and each member's rows of ``x`` take its weight, ``panels[member]`` (and
+ *   ``biases[member]`` unless ``biases`` is None); on two threads the members' products
+ *   run side by side. True when it computed every row; False, with nothing written, when
+ *   any part is not supported.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -111,31 +118,37 @@ static void gemm_avx2(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, const float *x,
     }
 }
 
-/* -- the helper thread ------------------------------------------------------------------
- * A two-thread product is cut into CHUNKS pieces (column panels, or blocks of rows); the
- * caller and the helper each take the next untaken piece until none is left, so a helper
- * that is late (asleep, or waiting for a core another process holds) only takes fewer
- * pieces: the caller never waits for work nobody has started. A piece is claimed with
- * one compare-and-swap on ``next`` = job number << 32 | next piece, so a helper still
- * looking at a finished job cannot take a piece of the next one. */
-#define CHUNKS 4
+/* -- tasks, pieces and the helper thread ----------------------------------------------
+ * A call is a job of one or more tasks (products); on two threads each task is cut into
+ * pieces (column panels, or blocks of rows) and the caller and the helper each take the
+ * next untaken piece until none is left, so a helper that is late (asleep, or waiting for
+ * a core another process holds) only takes fewer pieces: the caller never waits for work
+ * nobody has started. A piece is claimed with one compare-and-swap on ``next`` (job
+ * number, pieces, next piece), so a helper still looking at a finished job cannot take a
+ * piece of the next one. */
+#define CUTS 4         /* pieces of a job's largest task */
+#define MAX_TASKS 16
+#define MAX_PIECES (CUTS * MAX_TASKS)
 typedef struct {
     Py_ssize_t M, N, K, ldx, ldo;
     const float *x, *w, *bias;
     float *o;
-    int by_cols;
-    Py_ssize_t cut[CHUNKS + 1]; /* piece i: columns or rows [cut[i], cut[i + 1]) */
-} job_t;
+} task_t;
+typedef struct {
+    int task, by_cols;
+    Py_ssize_t a, b; /* columns or rows [a, b) */
+} piece_t;
 
-static pthread_mutex_t call_mu = PTHREAD_MUTEX_INITIALIZER; /* one two-thread call at once */
+static task_t tasks[MAX_TASKS];
+static piece_t pieces[MAX_PIECES];
+static pthread_mutex_t call_mu = PTHREAD_MUTEX_INITIALIZER; /* one two-thread job at once */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;      /* guards sleeping, the wake */
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static job_t job;
-static atomic_long posted;   /* the number of the latest job */
-static atomic_ullong next;   /* job number << 32 | pieces << 16 | the next piece to take */
-static atomic_int finished;  /* pieces of the latest job done */
+static atomic_long posted;  /* the number of the latest job */
+static atomic_ullong next;  /* job number << 32 | pieces << 16 | the next piece to take */
+static atomic_int finished; /* pieces of the latest job done */
 static int sleeping;
-static pid_t helper_pid;     /* the process that started the helper (0: none) */
+static pid_t helper_pid; /* the process that started the helper (0: none) */
 
 #define SPIN_NS 2000000L /* how long the helper spins for the next job before sleeping */
 
@@ -145,21 +158,26 @@ static long now_ns(void) {
     return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
+static void run_task(const task_t *t) {
+    gemm_avx2(t->M, t->N, t->K, t->x, t->ldx, t->w, t->o, t->ldo, t->bias, 0, t->N);
+}
+
 static void run_piece(int i) {
-    Py_ssize_t a = job.cut[i], b = job.cut[i + 1];
-    if (job.by_cols)
-        gemm_avx2(job.M, job.N, job.K, job.x, job.ldx, job.w, job.o, job.ldo, job.bias, a, b);
+    const piece_t *p = &pieces[i];
+    const task_t *t = &tasks[p->task];
+    if (p->by_cols)
+        gemm_avx2(t->M, t->N, t->K, t->x, t->ldx, t->w, t->o, t->ldo, t->bias, p->a, p->b);
     else
-        gemm_avx2(b - a, job.N, job.K, job.x + a * job.ldx, job.ldx, job.w, job.o + a * job.ldo,
-                  job.ldo, job.bias, 0, job.N);
+        gemm_avx2(p->b - p->a, t->N, t->K, t->x + p->a * t->ldx, t->ldx, t->w,
+                  t->o + p->a * t->ldo, t->ldo, t->bias, 0, t->N);
 }
 
 /* Take and run pieces of job ``s`` until none is left. */
 static void take_pieces(long s) {
     for (;;) {
         unsigned long long v = atomic_load_explicit(&next, memory_order_acquire);
-        int piece = (int)(v & 0xffff), pieces = (int)((v >> 16) & 0xffff);
-        if ((long)(v >> 32) != (s & 0xffffffffL) || piece >= pieces)
+        int piece = (int)(v & 0xffff), count = (int)((v >> 16) & 0xffff);
+        if ((long)(v >> 32) != (s & 0xffffffffL) || piece >= count)
             return;
         if (!atomic_compare_exchange_weak_explicit(&next, &v, v + 1, memory_order_acq_rel,
                                                    memory_order_acquire))
@@ -218,33 +236,48 @@ static int helper_ready(void) {
     return 1;
 }
 
-/* out = x @ w on two threads: CHUNKS pieces of the panels (columns) when there are four or
- * more, else of the rows (multiples of 6); returns 0 (nothing done) when the product is
- * too narrow and short to cut or the helper is not available. */
-static int gemm_two(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, const float *x, Py_ssize_t ldx,
-                    const float *w, float *o, Py_ssize_t ldo, const float *bias) {
-    Py_ssize_t panels = (N + 15) / 16;
-    int by_cols = panels >= 4 || (panels >= 2 && M < 12);
-    Py_ssize_t units = by_cols ? panels : (M + 5) / 6; /* panels, or tiles of 6 rows */
-    if (units < 2 || pthread_mutex_trylock(&call_mu) != 0)
+/* Cut task ``i`` into at most ``want`` pieces, appended at ``pieces[n]``: of its panels
+ * (columns) when it has four or more, or two or more and few rows, else of its tiles of 6
+ * rows. Returns the new count. */
+static int cut_task(int i, int want, int n) {
+    const task_t *t = &tasks[i];
+    Py_ssize_t panels = (t->N + 15) / 16;
+    int by_cols = panels >= 4 || (panels >= 2 && t->M < 12);
+    Py_ssize_t units = by_cols ? panels : (t->M + 5) / 6;
+    Py_ssize_t unit = by_cols ? 16 : 6, end = by_cols ? t->N : t->M;
+    int k = units < want ? (int)units : want;
+    if (k < 1)
+        k = 1;
+    for (int j = 0; j < k; j++) {
+        Py_ssize_t a = (units * j / k) * unit, b = (units * (j + 1) / k) * unit;
+        pieces[n + j] = (piece_t){i, by_cols, a < end ? a : end, b < end ? b : end};
+    }
+    return n + k;
+}
+
+/* Run the ``ntasks`` tasks ``mine`` (1..MAX_TASKS) on two threads; 0 (nothing done) when
+ * the helper is taken (by another thread's call) or cannot start. */
+static int run_two(const task_t *mine, int ntasks, double total_macs) {
+    if (pthread_mutex_trylock(&call_mu) != 0)
         return 0;
     if (!helper_ready()) {
         pthread_mutex_unlock(&call_mu);
         return 0;
     }
-    int pieces = units < CHUNKS ? (int)units : CHUNKS;
-    Py_ssize_t unit = by_cols ? 16 : 6, end = by_cols ? N : M;
-    for (int i = 0; i <= pieces; i++) {
-        Py_ssize_t c = (units * i / pieces) * unit;
-        job.cut[i] = c < end ? c : end;
+    memcpy(tasks, mine, sizeof(task_t) * (size_t)ntasks);
+    /* each task's pieces in proportion to its share of the work, at least one */
+    int count = 0;
+    for (int i = 0; i < ntasks; i++) {
+        const task_t *t = &tasks[i];
+        double share = total_macs > 0 ? (double)t->M * t->N * t->K / total_macs : 1.0;
+        int want = (int)(share * CUTS + 0.5);
+        count = cut_task(i, want < 1 ? 1 : want, count);
     }
-    job.M = M, job.N = N, job.K = K, job.ldx = ldx, job.ldo = ldo;
-    job.x = x, job.w = w, job.bias = bias, job.o = o, job.by_cols = by_cols;
     long s = atomic_load_explicit(&posted, memory_order_relaxed) + 1;
     atomic_store_explicit(&finished, 0, memory_order_relaxed);
     atomic_store_explicit(&next,
                           ((unsigned long long)(s & 0xffffffffL) << 32) |
-                              ((unsigned long long)pieces << 16),
+                              ((unsigned long long)count << 16),
                           memory_order_release);
     pthread_mutex_lock(&mu);
     atomic_store_explicit(&posted, s, memory_order_release);
@@ -253,7 +286,7 @@ static int gemm_two(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, const float *x, Py
     pthread_mutex_unlock(&mu);
     take_pieces(s);
     int i = 0;
-    while (atomic_load_explicit(&finished, memory_order_acquire) != pieces) {
+    while (atomic_load_explicit(&finished, memory_order_acquire) != count) {
         _mm_pause();
         if (++i % 256 == 0)
             sched_yield(); /* the helper may be waiting for this core */
@@ -286,6 +319,100 @@ static int get_f32(PyObject *obj, Py_buffer *view, int flags, int ndim) {
     return 0;
 }
 
+/* Whether [a0, a1) and [b0, b1) share a byte. */
+static int overlap(const char *a0, const char *a1, const char *b0, const char *b1) {
+    return a0 < b1 && b0 < a1;
+}
+
+/* The weight's panels (and the bias) for a product of K inputs to N outputs, checked;
+ * 0 with both held, -1 with nothing held. */
+static int get_weight(PyObject *wobj, PyObject *bobj, Py_ssize_t K, Py_ssize_t N, Py_buffer *w,
+                      Py_buffer *b) {
+    if (get_f32(wobj, w, PyBUF_C_CONTIGUOUS, 3) < 0)
+        return -1;
+    if (w->shape[0] != (N + 15) / 16 || w->shape[1] != K || w->shape[2] != 16) {
+        PyBuffer_Release(w);
+        return -1;
+    }
+    if (bobj != Py_None) {
+        if (get_f32(bobj, b, PyBUF_SIMPLE, 1) < 0) {
+            PyBuffer_Release(w);
+            return -1;
+        }
+        if (b->shape[0] != N || b->strides[0] != 4) {
+            PyBuffer_Release(w);
+            PyBuffer_Release(b);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* x [M, K] and out [M, N] checked (unit inner strides, N % 8 == 0, out not overlapping
+ * x); 0 with both held, -1 with nothing held. */
+static int get_rows(PyObject *xobj, PyObject *oobj, Py_buffer *x, Py_buffer *o) {
+    if (get_f32(xobj, x, PyBUF_SIMPLE, 2) < 0)
+        return -1;
+    if (get_f32(oobj, o, PyBUF_WRITABLE, 2) < 0) {
+        PyBuffer_Release(x);
+        return -1;
+    }
+    Py_ssize_t M = x->shape[0], K = x->shape[1], N = o->shape[1];
+    int ok = o->shape[0] == M && N % 8 == 0 && x->strides[1] == 4 && x->strides[0] % 4 == 0 &&
+             x->strides[0] >= 0 && o->strides[1] == 4 && o->strides[0] % 4 == 0 &&
+             o->strides[0] >= 4 * N;
+    if (ok && M > 0 && N > 0) {
+        const char *o0 = (const char *)o->buf, *x0 = (const char *)x->buf;
+        if (overlap(o0, o0 + (M - 1) * o->strides[0] + 4 * N, x0,
+                    x0 + (M - 1) * x->strides[0] + 4 * K))
+            ok = 0;
+    }
+    if (!ok) {
+        PyBuffer_Release(x);
+        PyBuffer_Release(o);
+        return -1;
+    }
+    return 0;
+}
+
+static int out_overlaps_weight(const Py_buffer *o, const Py_buffer *w) {
+    Py_ssize_t M = o->shape[0], N = o->shape[1];
+    if (M == 0 || N == 0)
+        return 0;
+    const char *o0 = (const char *)o->buf, *w0 = (const char *)w->buf;
+    return overlap(o0, o0 + (M - 1) * o->strides[0] + 4 * N, w0, w0 + w->len);
+}
+
+static long threads_arg(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at) {
+    if (nargs <= at)
+        return 1;
+    return PyLong_AsLong(args[at]);
+}
+
+#ifdef ACROBAT_X86
+/* Run the tasks ``mine`` (K > 0 in each) on ``threads`` threads, the GIL released. */
+static void run_tasks(const task_t *mine, int ntasks, long threads) {
+    double macs = 0;
+    for (int i = 0; i < ntasks; i++)
+        macs += (double)mine[i].M * mine[i].N * mine[i].K;
+    Py_BEGIN_ALLOW_THREADS
+    if (threads < 2 || !run_two(mine, ntasks, macs))
+        for (int i = 0; i < ntasks; i++)
+            run_task(&mine[i]);
+    Py_END_ALLOW_THREADS
+}
+#endif
+
+/* M rows of out = the bias (or 0): a product with K = 0 */
+static void fill_bias(char *o, Py_ssize_t ldo_bytes, Py_ssize_t M, Py_ssize_t N,
+                      const float *bias) {
+    for (Py_ssize_t m = 0; m < M; m++) {
+        float *row = (float *)(o + m * ldo_bytes);
+        for (Py_ssize_t n = 0; n < N; n++)
+            row[n] = bias ? bias[n] : 0.0f;
+    }
+}
+
 static PyObject *sgemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 4 && nargs != 5) {
@@ -293,74 +420,132 @@ static PyObject *sgemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
                         "sgemm(x, panels, out, bias[, threads]) takes 4 or 5 arguments");
         return NULL;
     }
-    long threads = 1;
-    if (nargs == 5) {
-        threads = PyLong_AsLong(args[4]);
-        if (threads == -1 && PyErr_Occurred())
-            return NULL;
-    }
+    long threads = threads_arg(args, nargs, 4);
+    if (threads == -1 && PyErr_Occurred())
+        return NULL;
 #ifndef ACROBAT_X86
     Py_RETURN_FALSE;
 #else
     if (!have_avx2())
         Py_RETURN_FALSE;
-    Py_buffer x, w, o, b;
+    Py_buffer x, o, w, b;
+    if (get_rows(args[0], args[2], &x, &o) < 0)
+        Py_RETURN_FALSE;
+    Py_ssize_t M = x.shape[0], K = x.shape[1], N = o.shape[1];
     int has_bias = args[3] != Py_None;
-    if (get_f32(args[0], &x, PyBUF_SIMPLE, 2) < 0)
-        Py_RETURN_FALSE;
-    if (get_f32(args[1], &w, PyBUF_C_CONTIGUOUS, 3) < 0) {
+    if (get_weight(args[1], args[3], K, N, &w, &b) < 0) {
         PyBuffer_Release(&x);
-        Py_RETURN_FALSE;
-    }
-    if (get_f32(args[2], &o, PyBUF_WRITABLE, 2) < 0) {
-        PyBuffer_Release(&x);
-        PyBuffer_Release(&w);
-        Py_RETURN_FALSE;
-    }
-    if (has_bias && get_f32(args[3], &b, PyBUF_SIMPLE, 1) < 0) {
-        PyBuffer_Release(&x);
-        PyBuffer_Release(&w);
         PyBuffer_Release(&o);
         Py_RETURN_FALSE;
     }
-    Py_ssize_t M = x.shape[0], K = x.shape[1], N = o.shape[1];
-    int ok = w.shape[0] == (N + 15) / 16 && w.shape[1] == K && w.shape[2] == 16 &&
-             o.shape[0] == M && N % 8 == 0 && x.strides[1] == 4 && x.strides[0] % 4 == 0 &&
-             x.strides[0] >= 0 && o.strides[1] == 4 &&
-             o.strides[0] % 4 == 0 && o.strides[0] >= 4 * N &&
-             (!has_bias || (b.shape[0] == N && b.strides[0] == 4));
+    int ok = !out_overlaps_weight(&o, &w);
     if (ok && M > 0 && N > 0) {
-        /* the output must not overlap an input (it is written while they are read) */
-        const char *o0 = (const char *)o.buf;
-        const char *o1 = o0 + (M - 1) * o.strides[0] + 4 * N;
-        const char *x0 = (const char *)x.buf;
-        const char *x1 = x0 + (M - 1) * x.strides[0] + 4 * K;
-        const char *w0 = (const char *)w.buf;
-        const char *w1 = w0 + 4 * K * 16 * w.shape[0];
-        if ((o0 < x1 && x0 < o1) || (o0 < w1 && w0 < o1))
-            ok = 0;
-    }
-    if (ok && M > 0 && N > 0) {
-        Py_ssize_t ldx = x.strides[0] / 4, ldo = o.strides[0] / 4;
+        const float *bb = has_bias ? (const float *)b.buf : NULL;
         if (K == 0) {
-            for (Py_ssize_t m = 0; m < M; m++)
-                for (Py_ssize_t n = 0; n < N; n++)
-                    ((float *)o.buf)[m * ldo + n] = has_bias ? ((float *)b.buf)[n] : 0.0f;
+            fill_bias((char *)o.buf, o.strides[0], M, N, bb);
         } else {
-            const float *xb = (const float *)x.buf, *wb = (const float *)w.buf;
-            const float *bb = has_bias ? (const float *)b.buf : NULL;
-            float *ob = (float *)o.buf;
-            Py_BEGIN_ALLOW_THREADS
-            if (threads < 2 || !gemm_two(M, N, K, xb, ldx, wb, ob, ldo, bb))
-                gemm_avx2(M, N, K, xb, ldx, wb, ob, ldo, bb, 0, N);
-            Py_END_ALLOW_THREADS
+            task_t t = {M, N, K, x.strides[0] / 4, o.strides[0] / 4, (const float *)x.buf,
+                        (const float *)w.buf, bb, (float *)o.buf};
+            run_tasks(&t, 1, threads);
         }
     }
     PyBuffer_Release(&x);
-    PyBuffer_Release(&w);
     PyBuffer_Release(&o);
+    PyBuffer_Release(&w);
     if (has_bias)
         PyBuffer_Release(&b);
+    if (ok)
+        Py_RETURN_TRUE;
+    Py_RETURN_FALSE;
+#endif
+}
+
+static PyObject *sgemm_segs(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 5 && nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "sgemm_segs(x, panels, out, biases, segs[, threads]) takes 5 or 6 "
+                        "arguments");
+        return NULL;
+    }
+    long threads = threads_arg(args, nargs, 5);
+    if (threads == -1 && PyErr_Occurred())
+        return NULL;
+#ifndef ACROBAT_X86
+    Py_RETURN_FALSE;
+#else
+    PyObject *panels = args[1], *biases = args[3], *segs = args[4];
+    if (!have_avx2() || !PyTuple_Check(panels) || !PyTuple_Check(segs) ||
+        (biases != Py_None && (!PyTuple_Check(biases) ||
+                               PyTuple_GET_SIZE(biases) != PyTuple_GET_SIZE(panels))))
+        Py_RETURN_FALSE;
+    Py_ssize_t nseg = PyTuple_GET_SIZE(segs), nmem = PyTuple_GET_SIZE(panels);
+    if (nseg > MAX_TASKS || nmem > MAX_TASKS)
+        Py_RETURN_FALSE;
+    Py_buffer x, o;
+    if (get_rows(args[0], args[2], &x, &o) < 0)
+        Py_RETURN_FALSE;
+    Py_ssize_t M = x.shape[0], K = x.shape[1], N = o.shape[1];
+    Py_buffer w[MAX_TASKS], b[MAX_TASKS];
+    int held[MAX_TASKS] = {0}; /* 1: w held, 2: w and b held */
+    task_t mine[MAX_TASKS];
+    int ntasks = 0, ok = 1;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t i = 0; ok && i < nseg; i++) {
+        PyObject *seg = PyTuple_GET_ITEM(segs, i);
+        if (!PyTuple_Check(seg) || PyTuple_GET_SIZE(seg) != 2) {
+            ok = 0;
+            break;
+        }
+        long m = PyLong_AsLong(PyTuple_GET_ITEM(seg, 0));
+        Py_ssize_t rows = PyLong_AsSsize_t(PyTuple_GET_ITEM(seg, 1));
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            ok = 0;
+            break;
+        }
+        if (m < 0 || m >= nmem || rows < 0 || at + rows > M) {
+            ok = 0;
+            break;
+        }
+        if (!held[m]) {
+            PyObject *bobj = biases == Py_None ? Py_None : PyTuple_GET_ITEM(biases, m);
+            if (get_weight(PyTuple_GET_ITEM(panels, m), bobj, K, N, &w[m], &b[m]) < 0) {
+                ok = 0;
+                break;
+            }
+            held[m] = bobj == Py_None ? 1 : 2;
+            if (out_overlaps_weight(&o, &w[m])) {
+                ok = 0;
+                break;
+            }
+        }
+        if (rows > 0 && N > 0) /* checked first, computed once everything is checked */
+            mine[ntasks++] = (task_t){rows, N, K, x.strides[0] / 4, o.strides[0] / 4,
+                                      (const float *)x.buf + at * (x.strides[0] / 4),
+                                      (const float *)w[m].buf,
+                                      held[m] == 2 ? (const float *)b[m].buf : NULL,
+                                      (float *)o.buf + at * (o.strides[0] / 4)};
+        at += rows;
+    }
+    if (ok && at != M)
+        ok = 0; /* the segments must cover the rows */
+    if (ok && ntasks) {
+        if (K == 0)
+            for (int i = 0; i < ntasks; i++)
+                fill_bias((char *)mine[i].o, o.strides[0], mine[i].M, N, mine[i].bias);
+        else
+            run_tasks(mine, ntasks, threads);
+    }
+    for (Py_ssize_t m = 0; m < nmem; m++) {
+        if (held[m]) {
+            PyBuffer_Release(&w[m]);
+            if (held[m] == 2)
+                PyBuffer_Release(&b[m]);
+        }
+    }
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&o);
     if (ok)
         Py_RETURN_TRUE;
     Py_RETURN_FALSE;
@@ -381,6 +566,9 @@ static PyMethodDef methods[] = {
     {"sgemm", (PyCFunction)(void (*)(void))sgemm, METH_FASTCALL,
      "sgemm(x, panels, out, bias[, threads]) -> bool: out = x @ W^T (+ bias), float32, "
      "few rows, on one thread or two"},
+    {"sgemm_segs", (PyCFunction)(void (*)(void))sgemm_segs, METH_FASTCALL,
+     "sgemm_segs(x, panels, out, biases, segs[, threads]) -> bool: a twin group's product, "
+     "each member's rows by its weight"},
     {"available", available, METH_NOARGS, "whether this CPU runs the AVX2/FMA kernel"},
     {NULL, NULL, 0, NULL},
 };

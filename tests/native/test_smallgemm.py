@@ -316,3 +316,71 @@ def test_own_threads_rule_takes_every_product_and_cuts_the_large(monkeypatch):
     finally:
         native.set_threads(2)
     assert not native.two_threads()
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "segs",
+    [((0, 5), (1, 3)), ((1, 40), (0, 7), (2, 13)), ((0, 0), (1, 9)), ((2, 70),), ((1, 1),)],
+)
+@pytest.mark.parametrize("k", [0, 96])
+def test_twin_rows_in_one_call_equal_each_member_apart(segs, k):
+    # a twin group's batch: each member's rows by its weight, one call, one or two threads
+    rng = np.random.default_rng(len(segs) + k)
+    m = sum(n for _, n in segs)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    wts = [rng.standard_normal((k, 48)).astype(np.float32) for _ in range(3)]
+    panels = tuple(native.pack(w) for w in wts)
+    biases = tuple(rng.standard_normal(48).astype(np.float32) for _ in range(3))
+    mod = native.load()
+    for bias in (None, biases):
+        want = np.empty((m, 48), np.float32)
+        s = 0
+        for member, n in segs:
+            b = None if bias is None else bias[member]
+            want[s : s + n] = x[s : s + n] @ wts[member] + (0 if b is None else b)
+            s += n
+        for threads in (1, 2):
+            out = np.full((m, 48), np.nan, np.float32)
+            assert mod.sgemm_segs(x, panels, out, bias, segs, threads) is True
+            np.testing.assert_allclose(out, want, rtol=2e-5, atol=1e-4)
+            # and the same bits as the one-product kernel on each member's rows
+            s = 0
+            for member, n in segs:
+                one = np.empty((n, 48), np.float32)
+                b = None if bias is None else bias[member]
+                mod.sgemm(x[s : s + n], panels[member], one, b)
+                np.testing.assert_array_equal(out[s : s + n], one)
+                s += n
+        got = native.dense_rows_by_member(x, wts, panels, segs, np.empty((m, 48), np.float32), bias)
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-4)
+
+
+@needs_native
+def test_twin_rows_the_kernel_cannot_take_are_declined_untouched():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((10, 32)).astype(np.float32)
+    wts = [rng.standard_normal((32, 16)).astype(np.float32) for _ in range(2)]
+    panels = tuple(native.pack(w) for w in wts)
+    mod = native.load()
+    out = np.full((10, 16), np.nan, np.float32)
+    for segs in (
+        ((0, 9),),  # does not cover the rows
+        ((0, 6), (1, 5)),  # past them
+        ((2, 10),),  # no such member
+        ((0, -1), (1, 11)),  # negative rows
+        tuple((i % 2, 1) for i in range(10)) + ((0, 0),) * 10,  # too many segments
+        ((0, "5"), (1, 5)),  # not ints
+    ):
+        assert mod.sgemm_segs(x, panels, out, None, segs, 2) is False
+        assert np.isnan(out).all(), segs
+    wrong = (panels[0], native.pack(rng.standard_normal((32, 24)).astype(np.float32)))
+    assert mod.sgemm_segs(x, wrong, out, None, ((0, 5), (1, 5)), 1) is False  # a wrong width
+    assert mod.sgemm_segs(x, panels, x[:, :16], None, ((0, 10),), 1) is False  # out overlaps x
+    assert np.isnan(out).all()
+    # a member without panels: each member apart, NumPy for that one
+    got = native.dense_rows_by_member(
+        x, wts, (panels[0], None), ((0, 4), (1, 6)), np.empty((10, 16), np.float32)
+    )
+    np.testing.assert_allclose(got[:4], x[:4] @ wts[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[4:], x[4:] @ wts[1], rtol=1e-5, atol=1e-5)
