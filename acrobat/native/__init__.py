@@ -187,6 +187,9 @@ def set_threads(n: int, own: bool = False) -> None:
     one thread and every product the native kernel can take is its, on two threads from
     :data:`TWO_THREAD_MACS` multiply-adds (``smallgemm.c``: the helper thread)."""
     global _max_rows, _max_macs, _two
+    park = getattr(_module, "park", None)
+    if _two and not (own and n >= 2) and park is not None:
+        park()  # the run is over: the helper thread sleeps rather than spins
     _two = own and n >= 2
     _max_rows = 1 << 62 if _two else SMALL_ROWS
     _max_macs = 1 << 62 if (n == 1 or _two) else MULTI_THREAD_MACS

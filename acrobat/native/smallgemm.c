@@ -18,7 +18,8 @@
  * use, one per process) share. Cutting columns or rows keeps every output element's
  * summation order, so the result is the same bit for bit on one thread or two. The helper
  * spins briefly after a job (the next launch of a run usually follows within
- * microseconds) and then sleeps on a condition variable; a call that finds it taken by
+ * microseconds) and then sleeps on a condition variable, at once after park() (the end of
+ * a run); a call that finds it taken by
  * another thread, or a process forked from the one that started it, runs on one thread.
  *
  * sgemm(x, panels, out, bias[, threads]) -> bool
@@ -148,6 +149,7 @@ static atomic_long posted;  /* the number of the latest job */
 static atomic_ullong next;  /* job number << 32 | pieces << 16 | the next piece to take */
 static atomic_int finished; /* pieces of the latest job done */
 static int sleeping;
+static atomic_int parked; /* 1: the helper sleeps at once after its job (park()) */
 static pid_t helper_pid; /* the process that started the helper (0: none) */
 
 #define SPIN_NS 2000000L /* how long the helper spins for the next job before sleeping */
@@ -192,13 +194,18 @@ static void *helper_main(void *arg) {
     long seen = atomic_load(&posted);
     for (;;) {
         long s = atomic_load_explicit(&posted, memory_order_acquire);
-        if (s == seen) {
+        if (s == seen && !atomic_load_explicit(&parked, memory_order_relaxed)) {
             long until = now_ns() + SPIN_NS;
             int i = 0;
             while ((s = atomic_load_explicit(&posted, memory_order_acquire)) == seen) {
                 _mm_pause();
-                if (++i % 64 == 0 && now_ns() > until)
-                    break;
+                if (++i % 64 == 0) {
+                    if (now_ns() > until || atomic_load_explicit(&parked, memory_order_relaxed))
+                        break;
+                    /* a thread woken beside its waker shares its core until the kernel
+                     * moves one: let the caller run rather than spin in its way */
+                    sched_yield();
+                }
             }
         }
         if (s == seen) {
@@ -279,6 +286,7 @@ static int run_two(const task_t *mine, int ntasks, double total_macs) {
                           ((unsigned long long)(s & 0xffffffffL) << 32) |
                               ((unsigned long long)count << 16),
                           memory_order_release);
+    atomic_store_explicit(&parked, 0, memory_order_relaxed);
     pthread_mutex_lock(&mu);
     atomic_store_explicit(&posted, s, memory_order_release);
     if (sleeping)
@@ -552,6 +560,17 @@ static PyObject *sgemm_segs(PyObject *self, PyObject *const *args, Py_ssize_t na
 #endif
 }
 
+/* park(): the helper stops spinning and sleeps until the next two-thread call (the
+ * runtime calls it when a run ends, so that nothing of acrobat's spins between runs). */
+static PyObject *park(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+#ifdef ACROBAT_X86
+    atomic_store_explicit(&parked, 1, memory_order_relaxed);
+#endif
+    Py_RETURN_NONE;
+}
+
 static PyObject *available(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -569,6 +588,7 @@ static PyMethodDef methods[] = {
     {"sgemm_segs", (PyCFunction)(void (*)(void))sgemm_segs, METH_FASTCALL,
      "sgemm_segs(x, panels, out, biases, segs[, threads]) -> bool: a twin group's product, "
      "each member's rows by its weight"},
+    {"park", park, METH_NOARGS, "the helper thread sleeps until the next two-thread call"},
     {"available", available, METH_NOARGS, "whether this CPU runs the AVX2/FMA kernel"},
     {NULL, NULL, 0, NULL},
 };
