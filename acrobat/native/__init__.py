@@ -166,11 +166,17 @@ def load_ms() -> float:
     return _load_ms
 
 
+def packable(shape: tuple[int, ...], dtype) -> bool:
+    """Whether a transposed weight of ``shape`` (``[K, N]``) and ``dtype`` is one the kernel
+    takes (:func:`pack` makes its panels): float32, 2-d, ``N`` a multiple of 8."""
+    return len(shape) == 2 and np.dtype(dtype) == np.float32 and shape[1] % 8 == 0
+
+
 def pack(wt: np.ndarray) -> np.ndarray | None:
     """The transposed weight ``wt`` (``[K, N]``) as the kernel's panels of 16 columns,
     ``[ceil(N / 16), K, 16]`` float32 (zero-padded), or None when the kernel cannot take it
     (not float32 2-d, or ``N`` not a multiple of 8)."""
-    if wt.ndim != 2 or wt.dtype != np.float32 or wt.shape[1] % 8:
+    if not packable(wt.shape, wt.dtype):
         return None
     k, n = wt.shape
     nb = -(-n // 16)
@@ -195,6 +201,11 @@ def set_threads(n: int, own: bool = False) -> None:
     _max_macs = 1 << 62 if (n == 1 or _two) else MULTI_THREAD_MACS
 
 
+def _threads_for(macs: int) -> int:
+    """The threads the rule gives a native product of ``macs`` multiply-adds."""
+    return 2 if _two and macs >= TWO_THREAD_MACS else 1
+
+
 def two_threads() -> bool:
     """Whether the rule now gives products to the native kernel's two threads."""
     return _two
@@ -209,8 +220,8 @@ def dense_rows(x, wt, panels, out, bias=None):
     if mod is not None and panels is not None and x.ndim == 2:
         m = x.shape[0]
         macs = m * x.shape[1] * out.shape[1]
-        two = 2 if _two and macs >= TWO_THREAD_MACS else 1
-        if m <= _max_rows and macs <= _max_macs and mod.sgemm(x, panels, out, bias, two):
+        threads = _threads_for(macs)
+        if m <= _max_rows and macs <= _max_macs and mod.sgemm(x, panels, out, bias, threads):
             return out
     np.matmul(x, wt, out=out)
     if bias is not None:
@@ -228,10 +239,9 @@ def dense_rows_by_member(x, wts, panels, segs, out, biases=None):
     k, n_out = x.shape[1], out.shape[1]
     if mod is not None and x.ndim == 2 and all(p is not None for p in panels):
         rows = max(n for _, n in segs) if segs else 0
-        macs = x.shape[0] * k * n_out
         if rows <= _max_rows and rows * k * n_out <= _max_macs:
-            two = 2 if _two and macs >= TWO_THREAD_MACS else 1
-            if mod.sgemm_segs(x, panels, out, biases, segs, two):
+            threads = _threads_for(x.shape[0] * k * n_out)
+            if mod.sgemm_segs(x, panels, out, biases, segs, threads):
                 return out
     s = 0
     for m, n in segs:
@@ -246,7 +256,7 @@ def dense_rows_by_member(x, wts, panels, segs, out, biases=None):
             and p is not None
             and n <= _max_rows
             and (macs := n * k * n_out) <= _max_macs
-            and mod.sgemm(xs, p, os_, b, 2 if _two and macs >= TWO_THREAD_MACS else 1)
+            and mod.sgemm(xs, p, os_, b, _threads_for(macs))
         ):
             np.matmul(xs, wts[m], out=os_)
             if b is not None:

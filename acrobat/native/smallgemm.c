@@ -99,10 +99,9 @@ static const tile_fn TILES[7] = {0, tile_1, tile_2, tile_3, tile_4, tile_5, tile
  * BLOCK_BYTES of x) stay in cache across the panels. ``w`` is [ceil(N / 16), K, 16];
  * N % 8 == 0. Computes the columns [n0, n1) (n0 a multiple of 16). */
 #define BLOCK_BYTES (192 * 1024)
-static void gemm_avx2(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, const float *x,
-                      Py_ssize_t ldx, const float *w, float *o, Py_ssize_t ldo,
-                      const float *bias, Py_ssize_t n0, Py_ssize_t n1) {
-    (void)N;
+static void gemm_avx2(Py_ssize_t M, Py_ssize_t K, const float *x, Py_ssize_t ldx,
+                      const float *w, float *o, Py_ssize_t ldo, const float *bias,
+                      Py_ssize_t n0, Py_ssize_t n1) {
     Py_ssize_t block = BLOCK_BYTES / (4 * (K > 0 ? K : 1));
     block = block < 6 ? 6 : block - block % 6;
     for (Py_ssize_t m0 = 0; m0 < M; m0 += block) {
@@ -161,17 +160,17 @@ static long now_ns(void) {
 }
 
 static void run_task(const task_t *t) {
-    gemm_avx2(t->M, t->N, t->K, t->x, t->ldx, t->w, t->o, t->ldo, t->bias, 0, t->N);
+    gemm_avx2(t->M, t->K, t->x, t->ldx, t->w, t->o, t->ldo, t->bias, 0, t->N);
 }
 
 static void run_piece(int i) {
     const piece_t *p = &pieces[i];
     const task_t *t = &tasks[p->task];
     if (p->by_cols)
-        gemm_avx2(t->M, t->N, t->K, t->x, t->ldx, t->w, t->o, t->ldo, t->bias, p->a, p->b);
+        gemm_avx2(t->M, t->K, t->x, t->ldx, t->w, t->o, t->ldo, t->bias, p->a, p->b);
     else
-        gemm_avx2(p->b - p->a, t->N, t->K, t->x + p->a * t->ldx, t->ldx, t->w,
-                  t->o + p->a * t->ldo, t->ldo, t->bias, 0, t->N);
+        gemm_avx2(p->b - p->a, t->K, t->x + p->a * t->ldx, t->ldx, t->w, t->o + p->a * t->ldo,
+                  t->ldo, t->bias, 0, t->N);
 }
 
 /* Take and run pieces of job ``s`` until none is left. */

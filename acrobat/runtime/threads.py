@@ -41,6 +41,9 @@ import numpy  # noqa: F401  (loads the BLAS, so that threadpoolctl finds it)
 
 from acrobat import native
 from acrobat.errors import AcrobatError
+from acrobat.ir.nodes import OpCall, ParamRef
+from acrobat.ir.ops import op_flops
+from acrobat.ir.traversal import walk
 
 try:
     from threadpoolctl import ThreadpoolController
@@ -358,10 +361,6 @@ def own_products(functions) -> bool:
     kernel takes (``dense`` of a node's vector by a float32 weight of a multiple of 8
     rows): at most :data:`OTHER_PRODUCTS` of their FLOPs per node are other products
     (``matmul``, ``batch_matmul``, ``dense`` of computed weights or of matrices)."""
-    from acrobat.ir.nodes import OpCall, ParamRef
-    from acrobat.ir.ops import op_flops
-    from acrobat.ir.traversal import walk
-
     taken = other = 0
     for f in functions:
         for e in walk(f.body):
@@ -373,9 +372,8 @@ def own_products(functions) -> bool:
                 e.op == "dense"
                 and isinstance(w, ParamRef)
                 and len(x.ty.shape) == 1
-                and len(w.ty.shape) == 2
-                and w.ty.shape[0] % 8 == 0
-                and x.ty.dtype == w.ty.dtype == "float32"
+                and x.ty.dtype == w.ty.dtype
+                and native.packable(w.ty.shape[::-1], w.ty.dtype)  # the kernel takes W^T
             ):
                 taken += flops
             else:
