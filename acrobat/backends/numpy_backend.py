@@ -18,10 +18,11 @@ class NumpyBackend:
     fused_gather = True
     gather_copies = True
 
-    def compile(self, kernel, params: dict[str, np.ndarray]):
+    def compile(self, kernel, params: dict[str, np.ndarray], fused_elementwise: bool = True):
         """A callable ``fn(B, *args, out=views)`` (or, with gathered arguments and no
-        ``out``, ``fn(B, *args) -> tuple of [B, ...] arrays``) and its source."""
-        k = compile_numpy_kernel(kernel.function, params)
+        ``out``, ``fn(B, *args) -> tuple of [B, ...] arrays``) and its source.
+        ``fused_elementwise``: elementwise chains as one native call (``CompileOptions``)."""
+        k = compile_numpy_kernel(kernel.function, params, fuse=fused_elementwise)
         rows = tile_rows(kernel.function, sum(params[w].nbytes for w in kernel.weights))
         if rows is None:
             return k.fn, k.source
@@ -30,11 +31,19 @@ class NumpyBackend:
         note = f"# launches of more than {rows} rows are called in tiles of {rows} rows\n"
         return tiled(k.fn, rows), note + k.source
 
-    def compile_group(self, kernels: list, varying: dict, params: dict[str, np.ndarray]):
+    def compile_group(
+        self,
+        kernels: list,
+        varying: dict,
+        params: dict[str, np.ndarray],
+        fused_elementwise: bool = True,
+    ):
         """The group kernel of twin kernels (:mod:`acrobat.codegen.twins`) and its source,
         or None where it cannot be written (then the members run apart). Tiled as its
         members are (twins: the same rows per tile)."""
-        g = compile_numpy_group([k.function for k in kernels], varying, params)
+        g = compile_numpy_group(
+            [k.function for k in kernels], varying, params, fuse=fused_elementwise
+        )
         if g is None:
             return None
         k = kernels[0]

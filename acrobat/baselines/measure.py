@@ -15,7 +15,14 @@ The benchmark harness and the explorer compare configurations the same way:
    and the CPU busy fraction from ``/proc/stat`` (all processes, and the share not
    spent by this process) (:class:`Load`);
 5. a verdict between two configurations (:func:`verdict`): "within noise" when their
-   interquartile ranges overlap, else which is faster and by how much.
+   interquartile ranges overlap, else which is faster and by how much;
+6. before each run, the threads the previous configuration left running in this process
+   go idle first (:func:`settle`, at most ``settle`` seconds): OpenBLAS's workers spin
+   about 0.1 s after every multi-threaded product, so a NumPy baseline otherwise took a
+   core from whichever configuration ran next (TreeLSTM small b8, acrobat on two
+   threads: 4.9 ms interleaved with DyNet alone, 6.1 ms with the NumPy baselines in the
+   rounds). Load from other processes is untouched: that is the machine's, and is
+   measured (step 4).
 
 Every run is timed on the wall clock (metric ``"wall_ms"``); a configuration whose callable
 returns a mapping of numbers (e.g. ``acrobat.run(...).stats``, which holds ``total_ms``,
@@ -161,6 +168,37 @@ def _proc_stat() -> tuple[float, float] | None:
     return total - idle, total
 
 
+def _running_threads() -> int | None:
+    """Threads of this process in state R (running or runnable), from ``/proc``; None
+    where there is no ``/proc``."""
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    n = 0
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:  # the thread ended
+            continue
+        n += stat[stat.rindex(")") + 2] == "R"
+    return n
+
+
+def settle(timeout: float, poll: float = 0.002) -> float:
+    """Wait until no thread of this process but the caller is running, at most
+    ``timeout`` seconds (a BLAS worker still spinning after the last product; see the
+    module docstring, step 6). Returns the seconds waited."""
+    t0 = time.perf_counter()
+    while True:
+        n = _running_threads()
+        waited = time.perf_counter() - t0
+        if n is None or n <= 1 or waited >= timeout:
+            return waited
+        time.sleep(poll)
+
+
 def _own_cpu_s() -> float:
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
@@ -236,6 +274,7 @@ def measure(
     clock: Callable[[], float] = time.perf_counter,
     probe: LoadProbe | None = None,
     on_run: Callable[[int, int], None] | None = None,
+    settle_s: float = 0.25,
 ) -> Measurement:
     """Measure configurations interleaved: ``warmup`` dropped rounds in the given order,
     then ``repeats`` rounds of every configuration, each round starting one further on
@@ -244,6 +283,9 @@ def measure(
     ``configs`` maps names to callables (one callable alone is named ``"run"``). Each
     run is timed with ``clock`` (seconds) as metric ``"wall_ms"``; a callable returning
     a mapping adds its numeric entries (those named in ``metrics``, or all) as metrics.
+
+    Before each run, other threads of this process go idle first (:func:`settle`, at most
+    ``settle_s`` seconds; 0: not waited for), outside the timing.
 
     ``on_run(done, total)``, when given, is called after every run (warm-up included) with
     the runs done so far and the runs in all: a progress hook. An exception it raises (e.g.
@@ -275,6 +317,8 @@ def measure(
     for r in range(repeats):
         k = r % len(names)
         for n in names[k:] + names[:k]:
+            if settle_s > 0:
+                settle(settle_s)
             t = clock()
             out = configs[n]()
             wall = (clock() - t) * 1e3

@@ -196,6 +196,29 @@ def _gather_cat(args: tuple, shape: tuple[int, ...], ws: np.ndarray) -> np.ndarr
 
 
 HELPERS = {"np": np, "_ids": _ids, "_gather": _gather, "_gather_cat": _gather_cat}
+
+# Elementwise chains (consecutive elementwise ops of one row shape, e.g. an LSTM cell's
+# gate math) run as ONE call of the native fused kernel (``acrobat/native/rowprog.c``):
+# every op of a row in L1-resident vectors instead of one NumPy call per op streaming
+# whole arrays. Its opcodes, and the NumPy expression of each op for the fallback the
+# kernel keeps (the native call declines layouts it does not take).
+ROWPROG_OPS = {
+    "add": (1, "np.add({0}, {1})"),
+    "sub": (2, "np.subtract({0}, {1})"),
+    "mul": (3, "np.multiply({0}, {1})"),
+    "div": (4, "np.divide({0}, {1})"),
+    "neg": (5, "np.negative({0})"),
+    "maximum": (6, "np.maximum({0}, {1})"),
+    "minimum": (7, "np.minimum({0}, {1})"),
+    "relu": (8, "np.maximum({0}, 0)"),
+    "tanh": (9, "np.tanh({0})"),
+    "sigmoid": (10, "_sigmoid({0})"),
+    "exp": (11, "np.exp({0})"),
+    "sqrt": (12, "np.sqrt({0})"),
+}
+ROWPROG_MAX_WIDTH = 16384
+"""Rows wider than this (elements) keep their NumPy ops: the fused kernel holds a row of
+every op's result at once, and on rows this wide NumPy's per-call cost is nothing."""
 """Names every generated kernel can use; a rule adds its own (``NumpyRule.helpers``)."""
 
 Operand = tuple[str, bool, int]  # (code, batched?, per-instance rank)
@@ -539,6 +562,7 @@ class _KernelGen:
         use_workspace: bool = True,
         per_instance: bool = False,
         groups: dict[str, tuple[str, ...]] | None = None,
+        fuse: bool = True,
     ):
         self.f = f
         # twins' group kernel: each varying weight -> the weight every member reads there
@@ -559,6 +583,10 @@ class _KernelGen:
         self.homes: set[str] = set()  # concats whose buffer the prologue filled
         self.tuple_names: dict[str, list[str | None]] = {}  # tuple var -> its fields' vars
         self.prologue: list[str] = []
+        # elementwise chains go to the native fused kernel (when it is loaded)
+        mod = native.load() if self.use_workspace and fuse else None
+        self.rowprog = getattr(mod, "rowprog", None)
+        self.chains = 0
 
     def name(self, var: str) -> str:
         return self.names.get(var, ident("x_", var))
@@ -656,9 +684,16 @@ class _KernelGen:
                 ws = self.slot(TensorType((math.prod(shape),), p.ty.dtype))[len(", out=") :]
                 x = self.name(p.name)
                 self.prologue.append(f"{x} = _gather({x}, {shape!r}, {ws})")
-        for b in bindings:
-            self.bind(b.var, b.value)
         outs = body.body if isinstance(body, Let) else body
+        i = 0
+        while i < len(bindings):
+            j = self.chain_end(bindings, i)
+            if j > i:
+                self.bind_chain(bindings[i:j], [b.value for b in bindings[j:]] + [outs])
+                i = j
+            else:
+                self.bind(bindings[i].var, bindings[i].value)
+                i += 1
         types = f.ret.fields if isinstance(f.ret, TupleType) else (f.ret,)
         names: list[str | None] = [None] * len(types)
         if isinstance(outs, TupleExpr):
@@ -708,6 +743,121 @@ class _KernelGen:
         tail.append("        return None")
         tail.append(f"    return ({', '.join(results)},)")
         return "\n".join(head + [src] + tail) + "\n"
+
+    def chain_end(self, bindings, i: int) -> int:
+        """The end (exclusive) of the elementwise chain starting at ``bindings[i]`` that
+        the fused kernel runs, or ``i`` when none starts there: consecutive ops of
+        :data:`ROWPROG_OPS` whose result and tensor operands are float32 of one shape
+        ``[n]`` and batched (a batched operand, or a result of the chain, in each op);
+        unbatched operands must be of that shape too (a bias), or constants. Worth a call
+        from two ops, or one sigmoid (four NumPy calls)."""
+        if self.rowprog is None:
+            return i
+        inside: set[str] = set()
+        shape = None
+        j = i
+        while j < len(bindings):
+            e = bindings[j].value
+            if not (
+                isinstance(e, OpCall)
+                and e.op in ROWPROG_OPS
+                and isinstance(e.ty, TensorType)
+                and e.ty.dtype == "float32"
+                and len(e.ty.shape) == 1
+                and 0 < e.ty.shape[0] <= ROWPROG_MAX_WIDTH
+                and (shape is None or e.ty.shape == shape)
+            ):
+                break
+            batched = False
+            for a in e.args:
+                if isinstance(a, Const):
+                    if not isinstance(a.value, int | float) or isinstance(a.value, bool):
+                        break
+                elif isinstance(a, Var | ParamRef) and a.ty == e.ty:
+                    if isinstance(a, Var):
+                        batched = batched or a.name in inside or self.batched.get(a.name, False)
+                    elif self.groups and a.name in self.groups:
+                        batched = True  # each row its member's
+                else:
+                    break
+            else:
+                if batched:
+                    shape = e.ty.shape
+                    inside.add(bindings[j].var.name)
+                    j += 1
+                    continue
+            break
+        ops = [bindings[k].value.op for k in range(i, j)]
+        return j if len(ops) >= 2 or ops == ["sigmoid"] else i
+
+    def bind_chain(self, chain, rest) -> None:
+        """An elementwise chain (:meth:`chain_end`) as one call of the native fused
+        kernel: its values used after it (``rest``: the expressions that follow) go to
+        fresh workspace slots, the others live only in the kernel's row vectors. The
+        chain's NumPy code stays as the fallback for layouts the kernel declines."""
+        k = self.chains
+        self.chains += 1
+        defined = {b.var.name for b in chain}
+        later: set[str] = set()
+        for e in rest:
+            later.update(x.name for x in walk(e) if isinstance(x, Var) and x.name in defined)
+        inputs: dict[str, int] = {}  # operand code -> input number
+        consts: list[float] = []
+        temps: dict[str, int] = {}  # chain var -> temp number
+        instrs: list[tuple[int, str | int, str | int, str | int]] = []
+        fallback: list[str] = []
+
+        def operand(a) -> tuple[str, str | int]:
+            """(symbolic operand for the program, its NumPy code for the fallback)."""
+            if isinstance(a, Var) and a.name in temps:
+                return f"t{temps[a.name]}", f"_f{k}_{temps[a.name]}"
+            if isinstance(a, Const):
+                consts.append(float(a.value))
+                return f"c{len(consts) - 1}", f"np.float32({float(a.value)!r})"
+            code = self.operand(a)[0]
+            inputs.setdefault(code, len(inputs))
+            return f"i{inputs[code]}", code
+
+        for b in chain:
+            e = b.value
+            op, template = ROWPROG_OPS[e.op]
+            parts = [operand(a) for a in e.args]
+            temps[b.var.name] = len(temps)
+            sym = [p[0] for p in parts] + ["i0"] * (2 - len(parts))
+            instrs.append((op, f"t{temps[b.var.name]}", sym[0], sym[1]))
+            code = template.format(*(p[1] for p in parts))
+            fallback.append(f"_f{k}_{temps[b.var.name]} = {code}")
+        nin, nconst = len(inputs), len(consts)
+
+        def number(s: str) -> int:
+            base = {"i": 0, "c": nin, "t": nin + nconst}[s[0]]
+            return base + int(s[1:])
+
+        outs = [b.var for b in chain if b.var.name in later]
+        n = chain[0].value.ty.shape[0]
+        words = [n, nin, nconst, len(temps), len(instrs)]
+        for op, d, a, b2 in instrs:
+            words += [op, number(d), number(a), number(b2)]
+        words.append(len(outs))
+        words += [nin + nconst + temps[v.name] for v in outs]
+        self.ns[f"_EWK{k}"] = np.array(words, np.int32)
+        self.ns[f"_EWC{k}"] = np.array(consts, np.float32)
+        self.ns["_rowprog"] = self.rowprog
+        self.ns["_sigmoid"] = _sigmoid
+        targets = []
+        for v in outs:
+            target = self.name(v.name)
+            self.emit(f"{target} = {self.buffer(v.ty)}")
+            self.slot_of[v.name] = len(self.slots) - 1
+            self.owned.add(v.name)
+            self.batched[v.name], self.rank[v.name] = True, 1
+            targets.append(target)
+        args = "".join(c + ", " for c in list(inputs) + targets)
+        self.emit(f"if not _rowprog(B, _EWK{k}, _EWC{k}, ({args})):")
+        for line in fallback:
+            self.emit("    " + line)
+        for v, target in zip(outs, targets):
+            self.emit(f"    {target}[...] = _f{k}_{temps[v.name]}")
 
     def plan_homes(self, bindings) -> set[str]:
         """Tensor arguments of one type concatenated along their first axis are gathered
@@ -832,6 +982,7 @@ def compile_numpy_kernel(
     weights: dict[str, np.ndarray],
     reuse_workspace: bool = True,
     per_instance: bool = False,
+    fuse: bool = True,
 ) -> NumpyKernel:
     """Generate and compile the batched NumPy function of one kernel. With
     ``reuse_workspace`` its results may live in buffers the next call overwrites (the
@@ -845,7 +996,7 @@ def compile_numpy_kernel(
     no ``B``, no ``out=``, no workspace (:data:`PER_INSTANCE_RULES` overrides the batched
     rules where one instance is cheaper another way). The kernel never writes over its
     arguments or its own results, which may be views of the weights (an embedding row)."""
-    gen = _KernelGen(f, weights, reuse_workspace, per_instance)
+    gen = _KernelGen(f, weights, reuse_workspace, per_instance, fuse=fuse)
     source = gen.generate()
     ns = gen.ns
     ns["_buf"] = workspace(gen.slots)
@@ -854,7 +1005,10 @@ def compile_numpy_kernel(
 
 
 def compile_numpy_group(
-    functions: list[Function], varying: dict[str, tuple[str, ...]], weights: dict[str, np.ndarray]
+    functions: list[Function],
+    varying: dict[str, tuple[str, ...]],
+    weights: dict[str, np.ndarray],
+    fuse: bool = True,
 ) -> NumpyKernel | None:
     """The group kernel of twin kernels (:mod:`acrobat.codegen.twins`): ``fn(B, *args,
     out=views, _segs=segs)`` runs a batch of the members' nodes as one call, ``segs``
@@ -865,7 +1019,7 @@ def compile_numpy_group(
     f = functions[0]
     name = "_".join(["group"] + [g.name for g in functions])
     f = dataclasses.replace(f, name=name)
-    gen = _KernelGen(f, weights, True, False, groups=varying)
+    gen = _KernelGen(f, weights, True, False, groups=varying, fuse=fuse)
     try:
         source = gen.generate()
     except NotGroupable:

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 SOURCE = Path(__file__).with_name("smallgemm.c")
+SOURCES = (SOURCE, Path(__file__).with_name("rowprog.c"))  # compiled into one module
 
 SMALL_ROWS = 64
 """Products of at most this many rows may go to the native kernel (when it is available)."""
@@ -79,7 +80,7 @@ def cache_dir() -> Path:
 
 
 def _target() -> Path:
-    src = SOURCE.read_bytes()
+    src = b"".join(p.read_bytes() for p in SOURCES)
     key = hashlib.sha256(
         src + sys.version.encode() + platform.machine().encode() + sys.executable.encode()
     ).hexdigest()[:16]
@@ -102,7 +103,7 @@ def _compile(out: Path) -> None:
         "-fPIC",
         "-pthread",
         f"-I{include}",
-        str(SOURCE),
+        *(str(p) for p in SOURCES),
         "-o",
         tmp,
     ]

@@ -580,6 +580,9 @@ static PyObject *available(PyObject *self, PyObject *unused) {
     Py_RETURN_FALSE;
 }
 
+/* rowprog.c: the fused elementwise kernel */
+PyObject *acrobat_rowprog(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
 static PyMethodDef methods[] = {
     {"sgemm", (PyCFunction)(void (*)(void))sgemm, METH_FASTCALL,
      "sgemm(x, panels, out, bias[, threads]) -> bool: out = x @ W^T (+ bias), float32, "
@@ -587,6 +590,8 @@ static PyMethodDef methods[] = {
     {"sgemm_segs", (PyCFunction)(void (*)(void))sgemm_segs, METH_FASTCALL,
      "sgemm_segs(x, panels, out, biases, segs[, threads]) -> bool: a twin group's product, "
      "each member's rows by its weight"},
+    {"rowprog", (PyCFunction)(void (*)(void))acrobat_rowprog, METH_FASTCALL,
+     "rowprog(B, code, consts, arrays) -> bool: a chain of elementwise ops, row by row"},
     {"park", park, METH_NOARGS, "the helper thread sleeps until the next two-thread call"},
     {"available", available, METH_NOARGS, "whether this CPU runs the AVX2/FMA kernel"},
     {NULL, NULL, 0, NULL},

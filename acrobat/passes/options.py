@@ -116,6 +116,13 @@ SWITCHES = (
         "instead of computing it for every leaf.",
         ("TabulateEmbeddings",),
     ),
+    Switch(
+        "fused_elementwise",
+        "Fused elementwise chains",
+        "On the CPU, a kernel's consecutive elementwise ops (an LSTM cell's gates, a tanh "
+        "after a bias add) run as one native call, row by row in vectors that stay in L1, "
+        "instead of one NumPy call per op over whole arrays (code generation).",
+    ),
 )
 """Every on/off option of :class:`CompileOptions`, in field order: the one place their human
 labels, descriptions and passes are written (``CompileOptions.switches()``)."""
@@ -151,6 +158,7 @@ class CompileOptions:
     independence: bool = True
     leveling: bool = True
     embedding_tables: bool = True
+    fused_elementwise: bool = True
     inline_max_bindings: int = 8
 
     def without(self, *names: str) -> CompileOptions:

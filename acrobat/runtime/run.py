@@ -203,8 +203,8 @@ def _records(flat: list, width: int, kernel: str) -> np.ndarray:
     """Recorded nodes (their rows one after the other, ``width`` ints each) as an int64
     array; a host int that does not fit is the instance's error (the reference
     interpreter raises one for such a value too)."""
-    try:
-        return np.array(flat, np.int64).reshape(len(flat) // width, width)
+    try:  # fromiter: half the time of np.array on a list of ints (39k of them per BiRNN b64 run)
+        return np.fromiter(flat, np.int64, len(flat)).reshape(len(flat) // width, width)
     except OverflowError:
         for row in zip(*[iter(flat)] * width):
             for value in row[ARGS:]:
@@ -281,8 +281,12 @@ class Runtime:
         for r in self.no_records:
             r.flags.writeable = False
         self.fns, self.sources = [], {}
+        # elementwise chains as one native call: a NumPy-backend option (CompileOptions)
+        fused = {}
+        if self.backend.name == "numpy":
+            fused = {"fused_elementwise": prog.options.fused_elementwise}
         for k in self.kernels:
-            fn, src = self.backend.compile(k, prog.params)
+            fn, src = self.backend.compile(k, prog.params, **fused)
             self.fns.append(fn)
             self.sources[k.name] = src
         self.pool = ArenaPool(xp=self.backend.xp, zero_copy=prog.options.gather_fusion)
@@ -297,7 +301,7 @@ class Runtime:
                     continue
                 made = None
                 if make_group is not None and self.pool.zero_copy:
-                    made = make_group(members, t.varying, prog.params)
+                    made = make_group(members, t.varying, prog.params, **fused)
                 if made is not None:
                     self.sources["+".join(k.name for k in members)] = made[1]
                 groups.append((t.members, made[0] if made else None))

@@ -139,3 +139,41 @@ def test_real_load_probe_reads_the_machine():
 def test_facade_exports_measure():
     assert acrobat.measure is measure
     assert acrobat.Measurement is not None and acrobat.Spread is Spread
+
+
+def test_a_run_waits_until_the_last_configurations_threads_are_idle():
+    """A thread the previous configuration left spinning (as OpenBLAS's workers do for
+    about 0.1 s) has stopped before the next run starts, and the wait is bounded."""
+    import threading
+    import time
+
+    from acrobat.baselines.measure import _running_threads, settle
+
+    if _running_threads() is None:
+        pytest.skip("no /proc here")
+    stop = threading.Event()
+    seen = []
+
+    def spin(seconds):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end and not stop.is_set():
+            pass
+
+    def leaves_a_spinner():
+        threading.Thread(target=spin, args=(0.15,), daemon=True).start()
+        time.sleep(0.01)  # it is running when this configuration returns
+
+    def looks():
+        seen.append(_running_threads())
+
+    measure({"a": leaves_a_spinner, "b": looks}, repeats=2, warmup=0, settle_s=2.0)
+    assert seen == [1, 1]  # only the measuring thread ran when "b" started
+    # bounded: a thread that never stops costs at most the timeout
+    t = threading.Thread(target=spin, args=(5.0,), daemon=True)
+    t.start()
+    try:
+        time.sleep(0.01)
+        assert 0.05 <= settle(0.05) < 1.0
+    finally:
+        stop.set()
+        t.join()
