@@ -186,17 +186,18 @@ def _running_threads() -> int | None:
     return n
 
 
-def settle(timeout: float, poll: float = 0.002) -> float:
+def settle(timeout: float) -> float:
     """Wait until no thread of this process but the caller is running, at most
     ``timeout`` seconds (a BLAS worker still spinning after the last product; see the
-    module docstring, step 6). Returns the seconds waited."""
+    module docstring, step 6). Returns the seconds waited. It waits busy, reading
+    ``/proc`` in a loop: a sleep would leave the core idle, and on this project's
+    virtual machine a run that starts on cores idle for 0.1 s took up to twice as long."""
     t0 = time.perf_counter()
     while True:
         n = _running_threads()
         waited = time.perf_counter() - t0
         if n is None or n <= 1 or waited >= timeout:
             return waited
-        time.sleep(poll)
 
 
 def _own_cpu_s() -> float:

@@ -30,12 +30,16 @@ instances' shapes and this machine, so ``auto`` measures instead of guessing.
   the whole machine slows down, the loser's fast old runs must not beat the winner's slow
   recent ones. (Seen in a grid run on a machine that had slowed by about a third: BiRNN
   small b8 ran direct in 3 of 5 timed runs although direct is 1.2-1.3x slower there.)
-* Re-measuring: the other strategy (the loser) runs again at the 4th, 8th, 16th, ...
+* Re-measuring: the other strategy (the loser) runs again at the 16th, 32nd, 64th, ...
   run since the choice was last made or changed (then every :data:`MAX_GAP`-th run), so
   a change that favours the loser flips the choice; this costs about log2(n) of n runs.
   A loser more than :data:`FAR` times the winner's cost (TreeLSTM's direct program at
-  batch 8: ~4x) is re-measured every :data:`MAX_GAP`-th run only: a busy machine moved
-  costs by 1.4x here, and each re-measure of a far loser costs several winning runs.
+  batch 8: ~3x) is re-measured every :data:`MAX_GAP`-th run only: a busy machine moved
+  costs by 1.4x here, and each re-measure of a far loser costs more than a winning run.
+  The first re-measure waits :data:`FIRST` runs: with re-measures at the 4th and 8th runs,
+  2 of the first 9 runs after the choice were the loser's (in a grid row of 7 timed runs,
+  BiRNN small b8 and b64 ran direct twice, TreeLSTM small b8 once, at 2-3x a batched
+  run's time); a lasting change is now seen after 16 runs instead of 4.
 * Every run, forced ones included, adds its time to its group, and after each the
   choice is recomputed.
 
@@ -67,18 +71,19 @@ def _group_name(lo: int) -> str:
 
 MIN_RUNS = 2  # measured runs of each strategy before choosing
 WINDOW = 3  # a strategy's cost: the best of its last WINDOW measured runs
+FIRST = 16  # the first re-measure of the loser: the FIRST-th run since the choice
 MAX_GAP = 256  # re-measure the loser at least every MAX_GAP runs
-FAR = 3.0  # a loser this many times the winner's cost is re-measured every MAX_GAP runs only
+FAR = 2.0  # a loser this many times the winner's cost is re-measured every MAX_GAP runs only
 
 
 def remeasure_at(n: int, far: bool = False) -> bool:
-    """Whether the ``n``-th run since the choice (1-based) re-measures the loser: 4, 8,
-    16, ... up to :data:`MAX_GAP`, then every :data:`MAX_GAP`-th; a loser ``far`` behind
+    """Whether the ``n``-th run since the choice (1-based) re-measures the loser: 16, 32,
+    64, ... up to :data:`MAX_GAP`, then every :data:`MAX_GAP`-th; a loser ``far`` behind
     (more than :data:`FAR` times the winner's cost: no change of load makes up for that)
     every :data:`MAX_GAP`-th only."""
     if n >= MAX_GAP or far:
         return n % MAX_GAP == 0
-    return n >= 4 and n & (n - 1) == 0
+    return n >= FIRST and n & (n - 1) == 0
 
 
 @dataclass
@@ -213,4 +218,4 @@ def _why_batched(policy: str, backend: str, trace_level: str, memory_limit, n: i
     )
 
 
-__all__ = ["MAX_GAP", "MIN_RUNS", "STRATEGIES", "WINDOW", "StrategyChooser", "remeasure_at"]
+__all__ = ["FAR", "FIRST", "MAX_GAP", "MIN_RUNS", "STRATEGIES", "WINDOW", "StrategyChooser", "remeasure_at"]

@@ -424,7 +424,7 @@ def test_the_loser_is_re_measured_at_powers_of_two():
     f.steps(times, 5)  # warm-up and two runs of each
     ran = f.steps(times, 64)
     losers = [i + 1 for i, how in enumerate(ran) if how == "batched"]
-    assert losers == [4, 8, 16, 32, 64]  # the n-th run since the choice
+    assert losers == [16, 32, 64]  # the n-th run since the choice
     assert [n for n in range(1, 2000) if remeasure_at(n)][-4:] == [1024, 1280, 1536, 1792]
     f.c.choose("auto", *FakeRuns.ARGS, 8)  # choose alone changes nothing
     how, why = f.c.choose("auto", *FakeRuns.ARGS, 8)[:2]
@@ -437,22 +437,29 @@ def test_a_far_loser_is_re_measured_rarely():
     f.steps(times, 5)
     ran = f.steps(times, 600)
     assert [i + 1 for i, how in enumerate(ran) if how == "direct"] == [256, 512]
-    assert remeasure_at(4) and not remeasure_at(4, far=True) and remeasure_at(512, far=True)
+    assert remeasure_at(16) and not remeasure_at(16, far=True) and remeasure_at(512, far=True)
+    assert not any(remeasure_at(n) for n in range(1, 16))  # none among the first runs
+    # 2.5x is far too: a re-measure of it costs more than a winning run
+    g = FakeRuns()
+    g.steps({"batched": 1.0, "direct": 2.5}, 5)
+    ran = g.steps({"batched": 1.0, "direct": 2.5}, 300)
+    assert [i + 1 for i, how in enumerate(ran) if how == "direct"] == [256]
 
 
 def test_a_changed_load_flips_the_choice_both_ways():
     f = FakeRuns()
     f.steps({"batched": 2.0, "direct": 1.0}, 5)
     assert f.steps({"batched": 2.0, "direct": 1.0}, 2) == ["direct", "direct"]
-    # the winner slows down for good: its fast runs leave the window of 3, the other runs
-    # (the 4th run since the choice re-measures batched on the way)
+    # the winner slows down for good: seen when the loser is re-measured (the 16th run
+    # since the choice), which then runs
     slow = {"batched": 2.0, "direct": 3.0}
-    assert f.steps(slow, 5) == ["direct", "batched", "direct", "direct", "batched"]
+    assert f.steps(slow, 16) == ["direct"] * 13 + ["batched"] * 3
     assert f.steps(slow, 2) == ["batched", "batched"]
-    # the loser speeds up: seen when it is re-measured (the 4th run since the choice)
+    # the loser speeds up: seen when it is re-measured (the 16th run since the choice)
     fast = {"batched": 2.0, "direct": 0.5}
+    assert f.steps(fast, 11) == ["batched"] * 11
     how, why = f.step(fast)
-    assert how == "direct" and why.startswith("auto: re-measuring direct (run 4 since the choice")
+    assert how == "direct" and why.startswith("auto: re-measuring direct (run 16 since the")
     assert f.steps(fast, 2) == ["direct", "direct"]
     assert f.step(fast)[1].startswith("auto: direct took 5.0 us per kernel call vs 20.0")
 
@@ -474,6 +481,6 @@ def test_a_machine_slowing_down_does_not_hand_the_choice_to_the_stale_loser():
     f = FakeRuns()
     f.steps({"batched": 3.0, "direct": 3.9}, 5)  # warm-up, two of each: batched wins
     slow = {"batched": 4.2, "direct": 5.46}
-    ran = f.steps(slow, 16)
-    assert [i + 1 for i, how in enumerate(ran) if how == "direct"] == [4, 8, 16]
+    ran = f.steps(slow, 32)
+    assert [i + 1 for i, how in enumerate(ran) if how == "direct"] == [16, 32]
     assert f.step(slow)[0] == "batched"
