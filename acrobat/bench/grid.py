@@ -61,7 +61,8 @@ def configs(kind: str, args) -> list[tuple]:
 def run_grid(kind: str, args) -> list[dict[str, Any]]:
     """Every configuration of the grid -> rows. The acrobat, NumPy-baseline and DyNet
     configurations of one (model, size, batch) are measured together, interleaved
-    (``acrobat.measure``: A B C, B C A, ...), so load that comes and goes hits them alike;
+    (``acrobat.measure``: every round in another order, each configuration after a different
+    one), so load that comes and goes hits them alike;
     each DyNet strategy runs in its own process, which waits between its turns
     (:class:`~acrobat.baselines.peers.runner.DynetPeer`). PyTorch, in this process with
     its own thread pool, is measured after them."""

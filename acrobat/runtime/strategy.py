@@ -218,4 +218,13 @@ def _why_batched(policy: str, backend: str, trace_level: str, memory_limit, n: i
     )
 
 
-__all__ = ["FAR", "FIRST", "MAX_GAP", "MIN_RUNS", "STRATEGIES", "WINDOW", "StrategyChooser", "remeasure_at"]
+__all__ = [
+    "FAR",
+    "FIRST",
+    "MAX_GAP",
+    "MIN_RUNS",
+    "STRATEGIES",
+    "WINDOW",
+    "StrategyChooser",
+    "remeasure_at",
+]

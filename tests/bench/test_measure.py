@@ -94,8 +94,8 @@ def test_measure_interleaves_after_warmup():
         "C": scripted(clock, log, "C", itertools.repeat(2.0)),
     }
     m = measure(configs, repeats=4, warmup=2, clock=clock, probe=FakeProbe())
-    # 2 warm-up rounds, then 4 rounds, round-robin, each starting one further on
-    assert log == ["A", "B", "C"] * 2 + ["A", "B", "C", "B", "C", "A", "C", "A", "B", "A", "B", "C"]
+    # 2 warm-up rounds, then 4 rounds in the orders of a balanced Latin square
+    assert log == ["A", "B", "C"] * 2 + ["A", "B", "C", "A", "C", "B", "C", "A", "B", "C", "B", "A"]
     assert m.names == ("A", "B", "C") and m.repeats == 4 and m.warmup == 2
     assert m.samples["A"]["wall_ms"] == pytest.approx((3.0,) * 4)
     assert m.spread("B").median == pytest.approx(1.0)
@@ -177,3 +177,19 @@ def test_a_run_waits_until_the_last_configurations_threads_are_idle():
     finally:
         stop.set()
         t.join()
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 9])
+def test_round_orders_give_every_configuration_every_predecessor(n):
+    """Each round is a permutation, and over n rounds (2n for odd n) each configuration
+    runs right after every other one: no row of the grid always follows the same
+    configuration (a DyNet worker that fills the caches, say)."""
+    from acrobat.baselines.measure import round_order
+
+    rows = [round_order(n, r) for r in range(n if n % 2 == 0 else 2 * n)]
+    assert all(sorted(row) == list(range(n)) for row in rows)
+    before = {c: set() for c in range(n)}
+    for row in rows:
+        for a, b in zip(row, row[1:]):
+            before[b].add(a)
+    assert all(before[c] == set(range(n)) - {c} for c in range(n))
