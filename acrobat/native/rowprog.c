@@ -212,14 +212,7 @@ RP_TARGET static void rp_instr(int op, float *dst, const float *a, const float *
     }
 }
 
-static int rp_have_avx2(void) {
-    static int known = -1;
-    if (known < 0) {
-        __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    }
-    return known;
-}
+int acrobat_have_avx2(void); /* smallgemm.c */
 #define RP_X86 1
 #endif
 
@@ -241,7 +234,7 @@ PyObject *acrobat_rowprog(PyObject *self, PyObject *const *args, Py_ssize_t narg
 #ifndef RP_X86
     Py_RETURN_FALSE;
 #else
-    if (!rp_have_avx2() || B < 0)
+    if (!acrobat_have_avx2() || B < 0)
         Py_RETURN_FALSE;
     Py_buffer code, cbuf;
     if (PyObject_GetBuffer(args[1], &code, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)

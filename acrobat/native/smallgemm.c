@@ -310,6 +310,8 @@ static int have_avx2(void) {
     }
     return known;
 }
+
+int acrobat_have_avx2(void) { return have_avx2(); } /* rowprog.c asks too */
 #endif /* ACROBAT_X86 */
 
 /* A float32 buffer's view, or -1 with nothing held (not float32 / wrong rank). */
