@@ -853,6 +853,8 @@ class _KernelGen:
             self.batched[v.name], self.rank[v.name] = True, 1
             targets.append(target)
         args = "".join(c + ", " for c in list(inputs) + targets)
+        ops = " ".join(b.value.op for b in chain)
+        self.emit(f"# one native call, row by row (acrobat/native/rowprog.c): {ops}; else NumPy")
         self.emit(f"if not _rowprog(B, _EWK{k}, _EWC{k}, ({args})):")
         for line in fallback:
             self.emit("    " + line)
