@@ -223,10 +223,13 @@ class StatusLine(pn.viewable.Viewer):
             parts.append(f"compile {timings['compile_ms']:.0f} ms")
         if timing is not None and timing.spreads:
             policies = list(timing.spreads)
+            spreads = timing.spreads.values()
+            p = _digits([x for s in spreads for x in (s.median, s.q1, s.q3)])
             for policy in policies:
                 s = timing.spreads[policy]
                 parts.append(
-                    f"{html.escape(policy)} {s.median:.3g} ms (IQR {s.q1:.3g}–{s.q3:.3g}, n={s.n})"
+                    f"{html.escape(policy)} {s.median:.{p}g} ms "
+                    f"(IQR {s.q1:.{p}g}–{s.q3:.{p}g}, n={s.n})"
                 )
             if len(policies) == 2:
                 parts.append(f"<i>{html.escape(timing.verdict_text(*policies))}</i>")
@@ -237,6 +240,18 @@ class StatusLine(pn.viewable.Viewer):
             if timing.note:
                 parts.append(html.escape(timing.note))
         return " · ".join(parts)
+
+
+def _digits(values: list[float]) -> int:
+    """Significant digits (3 or more) that keep every two different ``values`` different
+    when shown: the medians and IQR bounds on the status line must support its verdict (a
+    spread 29.1-30.97 "apart" from 31.02-33.0 must not read as 29.1-31 against 31-33)."""
+    distinct = sorted(set(values))
+    for p in range(3, 8):
+        shown = [float(f"{v:.{p}g}") for v in distinct]
+        if all(a < b for a, b in zip(shown, shown[1:])):
+            return p
+    return 8
 
 
 class TraceFiles(pn.viewable.Viewer):

@@ -458,3 +458,29 @@ def test_a_store_made_not_started_compiles_only_when_started():
     state.start()
     assert "def @main" in state.ir_text and state.trace_a is not None
     state.start()  # once only
+
+
+def test_the_status_line_shows_digits_enough_for_its_verdict():
+    """Spreads apart by less than the third significant digit are shown with more digits,
+    so the numbers on the line support the verdict next to them (seen in CI: "acrobat
+    30.6 ms (IQR 29.1-31) · dynet-depth 32.4 ms (IQR 31-33) · acrobat is 1.06x faster")."""
+    from acrobat.baselines.measure import Spread
+    from acrobat.viz.app_state import RunTiming
+    from acrobat.viz.run_panels import StatusLine
+
+    timing = RunTiming(
+        spreads={
+            "acrobat": Spread(30.6, 29.1, 30.97, 28.0, 31.5, 5),
+            "dynet-depth": Spread(32.4, 31.02, 33.0, 30.9, 34.0, 5),
+        },
+        repeats=5,
+        warmup=1,
+    )
+    text = StatusLine._summary("mvrnn", {}, "", timing)
+    bounds = [float(x) for x in re.findall(r"IQR ([\d.]+)–([\d.]+)", text)[0]]
+    bounds += [float(x) for x in re.findall(r"IQR ([\d.]+)–([\d.]+)", text)[1]]
+    assert bounds[1] < bounds[2], text  # acrobat's q3 below dynet-depth's q1, as measured
+    assert "faster" in text and "within noise" not in text
+    # well-separated numbers keep three digits
+    timing.spreads["dynet-depth"] = Spread(52.4, 51.0, 53.0, 50.9, 54.0, 5)
+    assert "IQR 29.1–31," in StatusLine._summary("mvrnn", {}, "", timing)
