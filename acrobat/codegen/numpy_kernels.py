@@ -196,6 +196,7 @@ def _gather_cat(args: tuple, shape: tuple[int, ...], ws: np.ndarray) -> np.ndarr
 
 
 HELPERS = {"np": np, "_ids": _ids, "_gather": _gather, "_gather_cat": _gather_cat}
+"""Names every generated kernel can use; a rule adds its own (``NumpyRule.helpers``)."""
 
 # Elementwise chains (consecutive elementwise ops of one row shape, e.g. an LSTM cell's
 # gate math) run as ONE call of the native fused kernel (``acrobat/native/rowprog.c``):
@@ -219,7 +220,6 @@ ROWPROG_OPS = {
 ROWPROG_MAX_WIDTH = 16384
 """Rows wider than this (elements) keep their NumPy ops: the fused kernel holds a row of
 every op's result at once, and on rows this wide NumPy's per-call cost is nothing."""
-"""Names every generated kernel can use; a rule adds its own (``NumpyRule.helpers``)."""
 
 Operand = tuple[str, bool, int]  # (code, batched?, per-instance rank)
 

@@ -1,17 +1,20 @@
 """acrobat's native kernels: C source shipped with the package, built on first use.
 
-:func:`sgemm` is the one kernel today: a float32 product of a few rows with a resident
-weight, ``out = x @ wt (+ bias)``, that packs nothing (``smallgemm.c`` says why OpenBLAS
-loses there). The generated NumPy kernels call it through :func:`dense_rows` for small
-products (:data:`SMALL_ROWS`, :data:`MULTI_THREAD_MACS`) and NumPy's ``matmul`` otherwise;
-in a run whose products are acrobat's own (:func:`set_threads` with ``own=True``), for every
-product, on two threads from :data:`TWO_THREAD_MACS` multiply-adds (the calling thread and
-a helper thread the module starts once per process).
+Three files, one module. ``smallgemm.c``: :func:`sgemm`, a float32 product of a few rows
+with a resident weight, ``out = x @ wt (+ bias)``, that packs nothing (the file says why
+OpenBLAS loses there). The generated NumPy kernels call it through :func:`dense_rows` for
+small products (:data:`SMALL_ROWS`, :data:`MULTI_THREAD_MACS`) and NumPy's ``matmul``
+otherwise; in a run whose products are acrobat's own (:func:`set_threads` with
+``own=True``), for every product, on two threads from :data:`TWO_THREAD_MACS`
+multiply-adds (the calling thread and a helper thread the module starts once per process).
+``rowprog.c``: a kernel's chain of elementwise ops, row by row in L1-resident vectors.
+``plan.c``: the executor's row bookkeeping of a whole flush in one call
+(``Executor.plan``).
 
-Building: the first process that needs it compiles ``smallgemm.c`` with the host's C
+Building: the first process that needs it compiles the three files with the host's C
 compiler (``$CC`` or ``cc``, the Python headers of this interpreter) into a cache directory
 (``$ACROBAT_CACHE_DIR``, else ``$XDG_CACHE_HOME/acrobat``, else ``~/.cache/acrobat``),
-under a name that holds the source's hash, the interpreter's ABI and the machine; later
+under a name that holds the sources' hash, the interpreter's ABI and the machine; later
 processes load it from there. :func:`status` says what happened (``"built"``, ``"loaded"``,
 or why it is off) and :func:`load_ms` what it cost this process (``RunStats.jit_ms``
 includes it). Without a compiler, on a CPU without AVX2 and FMA, or with
@@ -37,8 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
-SOURCE = Path(__file__).with_name("smallgemm.c")
-SOURCES = (SOURCE, Path(__file__).with_name("rowprog.c"))  # compiled into one module
+SOURCES = tuple(Path(__file__).with_name(f) for f in ("smallgemm.c", "rowprog.c", "plan.c"))
+"""The C files compiled into the one native module."""
 
 SMALL_ROWS = 64
 """Products of at most this many rows may go to the native kernel (when it is available)."""

@@ -584,6 +584,8 @@ static PyObject *available(PyObject *self, PyObject *unused) {
 
 /* rowprog.c: the fused elementwise kernel */
 PyObject *acrobat_rowprog(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* plan.c: the executor's row bookkeeping of a flush */
+PyObject *acrobat_plan_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 static PyMethodDef methods[] = {
     {"sgemm", (PyCFunction)(void (*)(void))sgemm, METH_FASTCALL,
@@ -594,6 +596,9 @@ static PyMethodDef methods[] = {
      "each member's rows by its weight"},
     {"rowprog", (PyCFunction)(void (*)(void))acrobat_rowprog, METH_FASTCALL,
      "rowprog(B, code, consts, arrays) -> bool: a chain of elementwise ops, row by row"},
+    {"plan_rows", (PyCFunction)(void (*)(void))acrobat_plan_rows, METH_FASTCALL,
+     "plan_rows(jobs, row_of, arena_of, OUT) -> list: a flush's records, output rows and "
+     "input rows (plan.c)"},
     {"park", park, METH_NOARGS, "the helper thread sleeps until the next two-thread call"},
     {"available", available, METH_NOARGS, "whether this CPU runs the AVX2/FMA kernel"},
     {NULL, NULL, 0, NULL},
