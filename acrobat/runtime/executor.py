@@ -156,6 +156,8 @@ class Executor:
         the host) per arena: each array is a row of that copy."""
         if not vids:
             return []
+        if not vids:
+            return []
         ids = np.array(vids, np.int64)
         rows = self.row_of[ids]
         which = self.arena_of[ids]
@@ -186,29 +188,40 @@ class Executor:
         """What fiber reads get, in order: for ``READ_ITEM`` the float of a one-element
         tensor, for ``READ_ARGMAX`` the flat argmax (an int) of a tensor. One copy to the
         host per (arena, op), not one per read."""
+        if not vids:
+            return []
         ids = np.array(vids, np.int64)
         rows = self.row_of[ids]
+        which = self.arena_of[ids]
+        first = int(which[0])
+        if ops.count(ops[0]) == len(ops) and (which == first).all():
+            # the common case (every read of a fiber program's round alike): one group,
+            # its answers in order as they come (64 reads: 5.4 us against 14.3 through the
+            # grouping below, timeit; StackRNN small b64 answers ~100 rounds a run)
+            return self._answers(first, ops[0], rows)
         where: dict[tuple[int, int], list[int]] = {}
-        for i, key in enumerate(zip(self.arena_of[ids].tolist(), ops)):
+        for i, key in enumerate(zip(which.tolist(), ops)):
             where.setdefault(key, []).append(i)
         answers: list = [None] * len(vids)
-        xp = self.backend.xp
         for (a, op), idx in where.items():
-            arena = self.arena_list[a]
-            r = rows[idx]
-            if xp is np:  # take copies already: no second copy to the host
-                data = arena.buf.take(r, axis=0)
-            else:
-                data = self.backend.to_host(arena.buf.take(xp.asarray(r), axis=0))
-            if op == READ_ARGMAX:
-                values = data.argmax(axis=1).tolist()
-            elif arena.width == 1 and 0 not in arena.shape:  # one element
-                values = data[:, 0].tolist()
-            else:  # not one element: float() raises as it would for a single read
-                values = [float(v.reshape(arena.shape).reshape(())) for v in data]
-            for i, v in zip(idx, values):
+            for i, v in zip(idx, self._answers(a, op, rows[idx])):
                 answers[i] = v
         return answers
+
+    def _answers(self, a: int, op: int, rows: np.ndarray) -> list:
+        """The answers to reads ``op`` of rows ``rows`` of arena ``a``, in order."""
+        arena = self.arena_list[a]
+        xp = self.backend.xp
+        if xp is np:  # take copies already: no second copy to the host
+            data = arena.buf.take(rows, axis=0)
+        else:
+            data = self.backend.to_host(arena.buf.take(xp.asarray(rows), axis=0))
+        if op == READ_ARGMAX:
+            return data.argmax(axis=1).tolist()
+        if arena.width == 1 and 0 not in arena.shape:  # one element
+            return data[:, 0].tolist()
+        # not one element: float() raises as it would for a single read
+        return [float(v.reshape(arena.shape).reshape(())) for v in data]
 
     def output_bytes(self, dfg: DFG) -> int:
         """Bytes the outputs of every pending node will take (for the memory check)."""

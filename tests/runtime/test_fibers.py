@@ -172,3 +172,39 @@ def test_a_fiber_function_whose_only_yield_was_a_self_tail_call_stays_a_generato
     xs = [rng.standard_normal(3).astype(np.float32) for _ in range(6)]
     refs = [acrobat.evaluate(m, x, p) for x in xs]
     assert_outputs_equal(acrobat.run(prog, xs, strategy="batched").outputs, refs, "loop fiber")
+
+
+def test_reads_of_a_round_are_answered_in_order_whatever_their_mix():
+    """``Executor.answer_reads``: one group (every read alike, one arena) and mixed groups
+    (item and argmax reads, tensors of several shapes) answer each read as reading that
+    value alone would; a read of ``item`` on a tensor of more than one element raises."""
+    from acrobat.codegen.records import READ_ARGMAX, READ_ITEM
+    from acrobat.runtime.run import prepare
+
+    ex = prepare(program("stackrnn")).executor
+    rng = np.random.default_rng(5)
+    values = {}
+    for vid in range(30):
+        shape = [(1,), (), (4,), (3,)][vid % 4]
+        values[vid] = rng.standard_normal(shape).astype(np.float32)
+        ex.upload(vid, values[vid])
+
+    def want(op, vid):
+        x = values[vid]
+        return int(x.argmax()) if op == READ_ARGMAX else float(x.reshape(()))
+
+    scalars = [v for v in values if values[v].size == 1]
+    vectors = [v for v in values if values[v].size > 1]
+    cases = [
+        ([READ_ITEM] * len(scalars), scalars),  # one group... and two (two arenas)
+        ([READ_ITEM] * 8, [v for v in scalars if values[v].shape == (1,)]),
+        ([READ_ARGMAX] * len(vectors), vectors),
+        ([READ_ARGMAX] * 3 + [READ_ITEM] * 4, vectors[:3] + scalars[:4]),
+        ([READ_ITEM, READ_ARGMAX] * 3, [x for p in zip(scalars, vectors) for x in p][:6]),
+        ([], []),
+    ]
+    for ops, vids in cases:
+        assert len(ops) == len(vids)
+        assert ex.answer_reads(ops, vids) == [want(op, v) for op, v in zip(ops, vids)]
+    with pytest.raises(ValueError):  # not one element
+        ex.answer_reads([READ_ITEM], [vectors[0]])
