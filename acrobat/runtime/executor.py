@@ -156,8 +156,6 @@ class Executor:
         the host) per arena: each array is a row of that copy."""
         if not vids:
             return []
-        if not vids:
-            return []
         ids = np.array(vids, np.int64)
         rows = self.row_of[ids]
         which = self.arena_of[ids]
@@ -378,10 +376,7 @@ class Executor:
         n_kernels = self.n_kernels
         segs: dict[int, tuple] = {}  # twin group -> (records, per batch its (member, rows))
         for k, idx in of_kernel.items():
-            if len(idx) == 1:
-                rec = records[k][batches[idx[0]].nodes]
-            else:
-                rec = records[k][np.concatenate([batches[i].nodes for i in idx])]
+            rec = records[k][_nodes(batches, idx)]
             ns = [sizes[i] for i in idx]
             offsets = _offsets(ns)
             if k >= n_kernels:  # a twin group: each batch's rows by member, and how many
@@ -430,21 +425,12 @@ class Executor:
             ns = [sizes[i] for i in idx]
             offsets = _offsets(ns)
             total = offsets[-1]
-            table = records[k]
+            table, nodes = records[k], _nodes(batches, idx)
             if k >= n_kernels:  # a twin group: its records reordered by member first
-                if len(idx) == 1:
-                    rec = table[batches[idx[0]].nodes]
-                else:
-                    rec = table[np.concatenate([batches[i].nodes for i in idx])]
-                segs[k] = self._members(k, rec, ns)
+                segs[k] = self._members(k, table[nodes], ns)
                 rec = np.ascontiguousarray(segs[k][0])
                 table = nodes = None
-            else:
-                if len(idx) == 1:
-                    nodes = batches[idx[0]].nodes
-                else:
-                    nodes = np.concatenate([batches[i].nodes for i in idx])
-                # (a user's policy may hand any index array)
+            else:  # (a user's policy may hand any index array)
                 nodes = np.ascontiguousarray(nodes, dtype=np.int64)
                 table = np.ascontiguousarray(table, dtype=np.int64)
                 rec = np.empty((total, table.shape[1]), np.int64)
@@ -467,7 +453,7 @@ class Executor:
         inputs: dict[int, list] = {}
         for (k, rec, offsets, ins, rows), starts in zip(order, starts_of):
             recs[k] = (rec, offsets)
-            n_in = len(plans[k][4])
+            n_in = len(rows)
             cols = []
             i = 0
             for col, arena in ins:
@@ -558,6 +544,13 @@ class Executor:
                 hint="token ids must lie in [0, vocabulary size)",
             ) from None
         return moved, start, end
+
+
+def _nodes(batches, idx: list[int]):
+    """The record numbers of batches ``idx`` (one kernel's, in launch order), in turn."""
+    if len(idx) == 1:
+        return batches[idx[0]].nodes
+    return np.concatenate([batches[i].nodes for i in idx])
 
 
 def _offsets(ns: list[int]) -> list[int]:
