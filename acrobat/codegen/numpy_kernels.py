@@ -195,6 +195,35 @@ def _gather_cat(args: tuple, shape: tuple[int, ...], ws: np.ndarray) -> np.ndarr
     )
 
 
+def _gather_parts(parts: tuple, shape: tuple[int, ...], ws: np.ndarray) -> np.ndarray:
+    """The rows of ``parts`` (kernel arguments: arrays or ``(arena buffer, rows)`` pairs)
+    as one ``[B, *shape]`` array: :func:`_gather` of one, :func:`_gather_cat` of several."""
+    if len(parts) == 1:
+        return _gather(parts[0], shape, ws)
+    return _gather_cat(parts, shape, ws)
+
+
+def dense_from(parts, shape, ws, wt, panels, out, bias=None):
+    """``dense`` of a kernel argument (or of a concat of several, ``parts``) with its
+    gather fused into the native product: the kernel reads the argument's rows where
+    they lie in their arena (:func:`acrobat.native.fused_product`). When the native
+    kernel does not take the product, the rows are gathered into ``ws`` as the kernel's
+    prologue would have (``shape``: the operand's per-instance shape) and
+    :func:`~acrobat.native.dense_rows` runs it. Returns ``out``."""
+    if native.fused_product(parts, panels, out, bias):
+        return out
+    return dense_rows(_gather_parts(parts, shape, ws), wt, panels, out, bias)
+
+
+def dense_from_by_member(parts, shape, ws, wts, panels, segs, out, biases=None):
+    """:func:`dense_from` for a twin group's batch (each member's rows by its weight, as
+    :func:`~acrobat.native.dense_rows_by_member`)."""
+    if native.fused_product(parts, panels, out, biases, segs):
+        return out
+    x = _gather_parts(parts, shape, ws)
+    return dense_rows_by_member(x, wts, panels, segs, out, biases)
+
+
 HELPERS = {"np": np, "_ids": _ids, "_gather": _gather, "_gather_cat": _gather_cat}
 """Names every generated kernel can use; a rule adds its own (``NumpyRule.helpers``)."""
 
@@ -329,11 +358,18 @@ def _dense(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple
             if resident
             else "None"
         )
-        code = (
-            f"_gdense_rows({x}, ({''.join(w + ', ' for w in wts)}), "
-            f"({''.join(p + ', ' for p in pans)}), _segs, {gen.buffer(e.ty)}, {biases})"
-        )
-        gen.ns["_gdense_rows"] = dense_rows_by_member
+        weights = f"({''.join(w + ', ' for w in wts)}), ({''.join(p + ', ' for p in pans)})"
+        fused = gen.fused_rows(e.args[0]) if "None" not in pans else None
+        if fused is not None:  # the argument's rows read in place by the product
+            parts, shape, ws = fused
+            code = (
+                f"_gdense_from({parts}, {shape!r}, {ws}, {weights}, _segs, "
+                f"{gen.buffer(e.ty)}, {biases})"
+            )
+            gen.ns["_gdense_from"] = dense_from_by_member
+        else:
+            code = f"_gdense_rows({x}, {weights}, _segs, {gen.buffer(e.ty)}, {biases})"
+            gen.ns["_gdense_rows"] = dense_rows_by_member
         assert len(wts) == m
         if len(ops) == 2 or resident:
             return code, True
@@ -349,12 +385,18 @@ def _dense(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple
         # rows [B, in] times a resident weight: the native kernel for few rows
         # (acrobat.native, the weight's panels packed once), NumPy's matmul for more
         panels = gen.panels(e.args[1].name) if xb and xr == 1 and gen.use_workspace else None
+        fused = gen.fused_rows(e.args[0]) if panels is not None else None
+        if fused is not None:  # the argument's rows read in place by the product
+            gen.ns["_dense_from"] = dense_from
+            head = f"_dense_from({fused[0]}, {fused[1]!r}, {fused[2]}, "
+        else:
+            head = f"_dense_rows({x}, "
         if panels is None:
             code = f"np.matmul({x}, {wt}{gen.slot(e.ty) if xb else ''})"
         elif len(ops) > 2 and not ops[2][1]:  # a resident bias: folded into the kernel
-            return f"_dense_rows({x}, {wt}, {panels}, {gen.buffer(e.ty)}, {ops[2][0]})", True
+            return f"{head}{wt}, {panels}, {gen.buffer(e.ty)}, {ops[2][0]})", True
         else:
-            code = f"_dense_rows({x}, {wt}, {panels}, {gen.buffer(e.ty)})"
+            code = f"{head}{wt}, {panels}, {gen.buffer(e.ty)})"
     batched = xb or wb or (len(ops) > 2 and ops[2][1])
     if len(ops) == 2:
         return code, batched
@@ -583,6 +625,12 @@ class _KernelGen:
         self.homes: set[str] = set()  # concats whose buffer the prologue filled
         self.tuple_names: dict[str, list[str | None]] = {}  # tuple var -> its fields' vars
         self.prologue: list[str] = []
+        # arguments (or homed concats of arguments) whose one reader can take their rows
+        # where they lie: var -> (parts' codes, per-instance shape, workspace, the
+        # prologue lines that gather them); a reader that takes one (fused_rows) drops
+        # those lines
+        self.fusable: dict[str, tuple[tuple[str, ...], tuple[int, ...], str, list[int]]] = {}
+        self.dropped: set[int] = set()
         # elementwise chains go to the native fused kernel (when it is loaded)
         mod = native.load() if self.use_workspace and fuse else None
         self.rowprog = getattr(mod, "rowprog", None)
@@ -683,6 +731,8 @@ class _KernelGen:
                 shape = tuple(p.ty.shape)
                 ws = self.slot(TensorType((math.prod(shape),), p.ty.dtype))[len(", out=") :]
                 x = self.name(p.name)
+                if self.fuses(p.ty) and self.uses.get(p.name) == 1:
+                    self.fusable[p.name] = ((x,), shape, ws, [len(self.prologue)])
                 self.prologue.append(f"{x} = _gather({x}, {shape!r}, {ws})")
         outs = body.body if isinstance(body, Let) else body
         i = 0
@@ -735,7 +785,8 @@ class _KernelGen:
                 else (f"out[{j}].reshape((B,) + {shape!r})")
             )
             head.append(f"    _s{i} = {view} if out is not None else _buf({i}, B)")
-        src = "\n".join(["    " + x for x in self.prologue] + self.lines)
+        prologue = [x for i, x in enumerate(self.prologue) if i not in self.dropped]
+        src = "\n".join(["    " + x for x in prologue] + self.lines)
         for i in direct.values():
             src = src.replace(f"_buf({i}, B)", f"_s{i}")
         tail = ["    if out is not None:"]
@@ -806,6 +857,7 @@ class _KernelGen:
         temps: dict[str, int] = {}  # chain var -> temp number
         instrs: list[tuple[int, str | int, str | int, str | int]] = []
         fallback: list[str] = []
+        gathers: list[str] = []  # the fallback's gathers of inputs the call reads in place
 
         def operand(a) -> tuple[str, str | int]:
             """(symbolic operand for the program, its NumPy code for the fallback)."""
@@ -815,6 +867,9 @@ class _KernelGen:
                 consts.append(float(a.value))
                 return f"c{len(consts) - 1}", f"np.float32({float(a.value)!r})"
             code = self.operand(a)[0]
+            fused = self.fused_rows(a, whole=True)
+            if fused is not None:  # the native call reads its rows in place
+                gathers.append(f"{code} = _gather({code}, {fused[1]!r}, {fused[2]})")
             inputs.setdefault(code, len(inputs))
             return f"i{inputs[code]}", code
 
@@ -856,10 +911,37 @@ class _KernelGen:
         ops = " ".join(b.value.op for b in chain)
         self.emit(f"# one native call, row by row (acrobat/native/rowprog.c): {ops}; else NumPy")
         self.emit(f"if not _rowprog(B, _EWK{k}, _EWC{k}, ({args})):")
-        for line in fallback:
+        for line in gathers + fallback:
             self.emit("    " + line)
         for v, target in zip(outs, targets):
             self.emit(f"    {target}[...] = _f{k}_{temps[v.name]}")
+
+    def fuses(self, ty: TensorType) -> bool:
+        """Whether an argument of type ``ty`` may reach its reader ungathered: rows of
+        float32 vectors, and the native module loaded (its product and fused chains read
+        ``(arena buffer, rows)`` pairs in place)."""
+        return (
+            self.use_workspace
+            and native.load() is not None
+            and ty.dtype == "float32"
+            and len(ty.shape) == 1
+        )
+
+    def fused_rows(self, e, whole: bool = False):
+        """``(parts, shape, ws)`` when operand ``e`` is a kernel argument, or a homed
+        concat of arguments (unless ``whole``: then only an argument itself), that
+        nothing else reads: the caller passes ``parts`` (their codes, as a tuple
+        expression) to a reader that takes rows where they lie, and the prologue's gather
+        of them is dropped; ``ws`` and ``shape`` are the gather's, for the fallback. Else
+        None (the prologue gathers ``e`` as usual)."""
+        if not isinstance(e, Var) or e.name not in self.fusable:
+            return None
+        parts, shape, ws, lines = self.fusable[e.name]
+        if whole and parts != (self.name(e.name),):
+            return None
+        del self.fusable[e.name]
+        self.dropped.update(lines)
+        return "(" + "".join(x + ", " for x in parts) + ")", shape, ws
 
     def plan_homes(self, bindings) -> set[str]:
         """Tensor arguments of one type concatenated along their first axis are gathered
@@ -886,12 +968,21 @@ class _KernelGen:
             self.slot_of[b.var.name] = len(self.slots) - 1
             xs = [self.name(n) for n in names]
             shape = tuple(e.ty.shape)
+            first = len(self.prologue)
             self.prologue.append(
                 f"{target} = _gather_cat(({''.join(x + ', ' for x in xs)}), {shape!r}, {ws})"
             )
             step = params[names[0]].shape[0]
             for j, x in enumerate(xs):
                 self.prologue.append(f"{x} = {target}[:, {j * step}:{(j + 1) * step}]")
+            if (
+                self.fuses(e.ty)
+                and len(xs) <= 8  # the native kernel's parts
+                and self.uses.get(b.var.name) == 1
+                and all(self.uses.get(n) == 1 for n in names)
+            ):
+                lines = list(range(first, len(self.prologue)))
+                self.fusable[b.var.name] = (tuple(xs), shape, ws, lines)
             self.homes.add(target)
             homed.update(names)
         return homed
@@ -900,6 +991,8 @@ class _KernelGen:
         target = self.name(var.name)
         if isinstance(e, Var):
             self.names[var.name] = self.name(e.name)
+            if e.name in self.fusable and self.uses.get(var.name) == 1:
+                self.fusable[var.name] = self.fusable.pop(e.name)  # its one reader's name
             if e.name in self.slot_of:
                 self.slot_of[var.name] = self.slot_of[e.name]
             if e.name in self.host_float:

@@ -233,6 +233,35 @@ def dense_rows(x, wt, panels, out, bias=None):
     return out
 
 
+def fused_product(parts, panels, out, bias=None, segs=None) -> bool:
+    """``out = concat(parts, axis=1) @ W^T (+ bias)`` by the native kernel with the gather
+    fused in: each part is a ``[M, Kp]`` array or an ``(arena buffer, rows)`` pair, whose
+    rows the kernel reads where they lie (no copy first). ``segs`` (a twin group's
+    ``(member, rows)`` pairs): ``panels`` and ``bias`` are tuples, one per member, as
+    :func:`dense_rows_by_member` takes them. True when it computed ``out``; False, with
+    nothing written, when the rule gives the product to NumPy (:func:`set_threads`) or a
+    layout does not suit the kernel (the caller then gathers and calls
+    :func:`dense_rows`)."""
+    mod = _module if _module is not None else load()
+    if mod is None:
+        return False
+    m, n_out = out.shape
+    if segs is None:
+        if panels is None:
+            return False
+        macs = m * panels.shape[1] * n_out
+        if m > _max_rows or macs > _max_macs:
+            return False
+        return mod.sgemm(parts, panels, out, bias, _threads_for(macs))
+    if any(p is None for p in panels):
+        return False
+    k = panels[0].shape[1]
+    rows = max(r for _, r in segs) if segs else 0
+    if rows > _max_rows or rows * k * n_out > _max_macs:
+        return False
+    return mod.sgemm_segs(parts, panels, out, bias, segs, _threads_for(m * k * n_out))
+
+
 def dense_rows_by_member(x, wts, panels, segs, out, biases=None):
     """:func:`dense_rows` for a twin group's batch (:mod:`acrobat.codegen.twins`):
     ``segs`` is ``(member, rows)`` pairs in row order; each member's rows of ``x`` take its

@@ -13,8 +13,11 @@
  *           (arrays[0..nin-1]), then nconst constants (consts[k] in every lane), then the
  *           temps; ``dst`` is always a temp. Outputs: arrays[nin + k] gets temp out[k].
  *   consts  float32 buffer of nconst values
- *   arrays  tuple: nin inputs, each [B, n] (any row stride, unit element stride) or [n]
- *           (contiguous: the same for every row), then nout writable outputs [B, n]
+ *   arrays  tuple: nin inputs, each [B, n] (any row stride, unit element stride), [n]
+ *           (contiguous: the same for every row) or a pair (buf [R, n], rows [B] int64,
+ *           every row in [0, R)) meaning buf[rows] (rows read where they lie, no gather
+ *           first), then nout writable outputs [B, n]; an input pair's rows may not
+ *           overlap an output (the call declines)
  *   Returns True when it computed every output; False, with nothing written, when an
  *   argument's layout is not one it takes (the caller then runs its NumPy code).
  *
@@ -244,8 +247,8 @@ PyObject *acrobat_rowprog(PyObject *self, PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     PyObject *result = Py_False;
-    Py_buffer views[MAX_OPERANDS];
-    int held = 0;
+    Py_buffer views[MAX_OPERANDS], idx[MAX_OPERANDS]; /* idx: input pairs' row numbers */
+    int held = 0, nidx = 0;
     float *scratch = NULL;
     const int32_t *c = (const int32_t *)code.buf;
     Py_ssize_t words = code.len / 4;
@@ -276,9 +279,28 @@ PyObject *acrobat_rowprog(PyObject *self, PyObject *const *args, Py_ssize_t narg
      * stride */
     const char *base[MAX_OPERANDS];
     Py_ssize_t stride[MAX_OPERANDS];
+    const int64_t *rows[MAX_OPERANDS]; /* an input's row numbers, or NULL */
     for (int i = 0; i < nin + nout; i++) {
         PyObject *obj = PyTuple_GET_ITEM(args[3], i);
         int out = i >= nin;
+        rows[i] = NULL;
+        if (!out && PyTuple_Check(obj)) { /* (buf [R, n], rows [B]) */
+            if (PyTuple_GET_SIZE(obj) != 2)
+                goto done;
+            Py_buffer *r = &idx[nidx];
+            if (PyObject_GetBuffer(PyTuple_GET_ITEM(obj, 1), r,
+                                   PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+                PyErr_Clear();
+                goto done;
+            }
+            nidx++;
+            if (r->ndim != 1 || r->itemsize != 8 || r->format == NULL ||
+                (strcmp(r->format, "l") != 0 && strcmp(r->format, "q") != 0) ||
+                r->shape[0] != B)
+                goto done;
+            rows[i] = (const int64_t *)r->buf;
+            obj = PyTuple_GET_ITEM(obj, 0);
+        }
         Py_buffer *v = &views[i];
         if (PyObject_GetBuffer(obj, v, PyBUF_STRIDES | PyBUF_FORMAT |
                                            (out ? PyBUF_WRITABLE : 0)) < 0) {
@@ -288,7 +310,16 @@ PyObject *acrobat_rowprog(PyObject *self, PyObject *const *args, Py_ssize_t narg
         held++;
         if (v->itemsize != 4 || v->format == NULL || strcmp(v->format, "f") != 0)
             goto done;
-        if (v->ndim == 2) {
+        if (rows[i] != NULL) {
+            Py_ssize_t R = v->ndim == 2 ? v->shape[0] : 0;
+            if (v->ndim != 2 || v->shape[1] != n || (n > 1 && v->strides[1] != 4) ||
+                v->strides[0] % 4 != 0 || v->strides[0] < 0)
+                goto done;
+            for (Py_ssize_t r = 0; r < B; r++)
+                if (rows[i][r] < 0 || rows[i][r] >= R)
+                    goto done;
+            stride[i] = v->strides[0];
+        } else if (v->ndim == 2) {
             if (v->shape[0] != B || v->shape[1] != n || (n > 1 && v->strides[1] != 4) ||
                 v->strides[0] % 4 != 0)
                 goto done;
@@ -301,6 +332,20 @@ PyObject *acrobat_rowprog(PyObject *self, PyObject *const *args, Py_ssize_t narg
             goto done;
         }
         base[i] = (const char *)v->buf;
+    }
+    /* an output is written row by row after its row's inputs are read: an input pair's
+     * row elsewhere in an output would be read after it was written */
+    for (int i = 0; i < nin && B > 0; i++) {
+        if (rows[i] == NULL)
+            continue;
+        for (int k = nin; k < nin + nout; k++) {
+            const char *o0 = base[k], *o1 = o0 + (B - 1) * stride[k] + 4 * n;
+            for (Py_ssize_t r = 0; r < B; r++) {
+                const char *a = base[i] + rows[i][r] * stride[i];
+                if (a < o1 && o0 < a + 4 * n)
+                    goto done;
+            }
+        }
     }
     Py_ssize_t width = (n + 7) / 8 * 8; /* a temp holds whole vectors */
     scratch = aligned_alloc(32, (size_t)(nconst + ntemp) * width * sizeof(float));
@@ -318,7 +363,7 @@ PyObject *acrobat_rowprog(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r = 0; r < B; r++) {
         for (int i = 0; i < nin; i++)
-            ptr[i] = (const float *)(base[i] + r * stride[i]);
+            ptr[i] = (const float *)(base[i] + (rows[i] ? rows[i][r] : r) * stride[i]);
         for (int i = 0; i < ninstr; i++) {
             const int32_t *in = ins + 4 * i;
             rp_instr(in[0], (float *)ptr[in[1]], ptr[in[2]], rp_binary(in[0]) ? ptr[in[3]] : NULL,
@@ -333,6 +378,8 @@ done:
     free(scratch);
     for (int i = 0; i < held; i++)
         PyBuffer_Release(&views[i]);
+    for (int i = 0; i < nidx; i++)
+        PyBuffer_Release(&idx[i]);
     PyBuffer_Release(&code);
     PyBuffer_Release(&cbuf);
     if (result == NULL)

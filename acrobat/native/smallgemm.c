@@ -23,16 +23,19 @@
  * another thread, or a process forked from the one that started it, runs on one thread.
  *
  * sgemm(x, panels, out, bias[, threads]) -> bool
- *   x      [M, K] float32, unit stride along K (any row stride)
+ *   x      [M, K] float32, unit stride along K (any row stride); or a tuple of at most 8
+ *          parts, concatenated along K, each an [M, Kp] array or a pair (buf [R, Kp],
+ *          rows [M] int64, every row in [0, R)) meaning buf[rows]: the gather (and the
+ *          concatenation) is fused into the product, rows are read where they lie
  *   panels [ceil(N / 16), K, 16] float32, C-contiguous (acrobat.native.pack of W^T)
  *   out    [M, N] float32, writable, unit stride along N (any row stride), N % 8 == 0,
- *          overlapping no input
+ *          overlapping no input row
  *   bias   [N] float32 contiguous, or None
  * Returns True when it computed ``out``; False when a layout or the CPU is not supported
  * (nothing written). Raises only for arguments that are not buffers.
  *
  * sgemm_segs(x, panels, out, biases, segs[, threads]) -> bool
- *   a twin group's product (acrobat.codegen.twins): ``segs`` is ``((member, rows), ...)`` in
+ *   a twin group's product (acrobat.codegen.twins), ``x`` as for sgemm: ``segs`` is ``((member, rows), ...)`` in
  *   row order, and each member's rows of ``x`` take its weight, ``panels[member]`` (and
  *   ``biases[member]`` unless ``biases`` is None); on two threads the members' products
  *   run side by side. True when it computed every row; False, with nothing written, when
@@ -40,6 +43,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 #include <sched.h>
@@ -56,15 +61,19 @@
 #define TARGET __attribute__((target("avx2,fma")))
 
 /* One tile: MR rows (1..6) x 16 columns, the weight's panel [K, 16] read contiguously.
- * The accumulators are named variables (an array of vectors is spilled by GCC); a row
+ * The rows of x are read through pointers, one per row and part (``xp[p * ldp + i]``: row
+ * i of part p; the parts are x's columns in order, ``kw[p]`` wide), so a row can live
+ * anywhere: gathered rows are read where they are, not copied first. Each output element
+ * is summed over k = 0 .. K - 1 in order, parts or not. The accumulators are named variables (an array of vectors is spilled by GCC); a row
  * past MR is dead code the compiler drops. ``full`` = 0 stores only the first 8 columns
  * (the last panel of an N that is 8 modulo 16). */
 #define ROW(i)                                                                           \
     __m256 c##i##0 = bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps();                 \
     __m256 c##i##1 = bias && full ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps();
+#define XROW(i) const float *x##i = ROWS > i ? xp[i] : NULL;
 #define FMA(i)                                                                           \
     if (ROWS > i) {                                                                      \
-        __m256 b = _mm256_broadcast_ss(x + i * ldx + k);                                 \
+        __m256 b = _mm256_broadcast_ss(x##i + k);                                        \
         c##i##0 = _mm256_fmadd_ps(b, w0, c##i##0);                                       \
         c##i##1 = _mm256_fmadd_ps(b, w1, c##i##1);                                       \
     }
@@ -75,44 +84,58 @@
             _mm256_storeu_ps(o + i * ldo + 8, c##i##1);                                  \
     }
 #define TILE(MR)                                                                         \
-    TARGET static void tile_##MR(Py_ssize_t K, const float *x, Py_ssize_t ldx,           \
-                                 const float *w, float *o, Py_ssize_t ldo,               \
+    TARGET static void tile_##MR(int nparts, const Py_ssize_t *kw, const float *const *xp,  \
+                                 Py_ssize_t ldp, const float *w, float *o, Py_ssize_t ldo, \
                                  const float *bias, int full) {                          \
         enum { ROWS = MR };                                                              \
         ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)                                        \
-        for (Py_ssize_t k = 0; k < K; k++) {                                             \
-            __m256 w0 = _mm256_loadu_ps(w + 16 * k);                                     \
-            __m256 w1 = _mm256_loadu_ps(w + 16 * k + 8);                                 \
-            FMA(0) FMA(1) FMA(2) FMA(3) FMA(4) FMA(5)                                    \
+        for (int p = 0; p < nparts; p++, xp += ldp) {                                    \
+            XROW(0) XROW(1) XROW(2) XROW(3) XROW(4) XROW(5)                              \
+            Py_ssize_t K = kw[p];                                                        \
+            for (Py_ssize_t k = 0; k < K; k++) {                                         \
+                __m256 w0 = _mm256_loadu_ps(w + 16 * k);                                 \
+                __m256 w1 = _mm256_loadu_ps(w + 16 * k + 8);                             \
+                FMA(0) FMA(1) FMA(2) FMA(3) FMA(4) FMA(5)                                \
+            }                                                                            \
+            w += 16 * K;                                                                 \
         }                                                                                \
         STORE(0) STORE(1) STORE(2) STORE(3) STORE(4) STORE(5)                            \
     }
 
 TILE(1) TILE(2) TILE(3) TILE(4) TILE(5) TILE(6)
 
-typedef void (*tile_fn)(Py_ssize_t, const float *, Py_ssize_t, const float *, float *,
-                        Py_ssize_t, const float *, int);
+typedef void (*tile_fn)(int, const Py_ssize_t *, const float *const *, Py_ssize_t,
+                        const float *, float *, Py_ssize_t, const float *, int);
 static const tile_fn TILES[7] = {0, tile_1, tile_2, tile_3, tile_4, tile_5, tile_6};
 
 /* Panels outermost within a block of rows, so that each panel of the weight is read once
  * per block and reused from cache by every tile of rows in it; a block's rows (at most
  * BLOCK_BYTES of x) stay in cache across the panels. ``w`` is [ceil(N / 16), K, 16];
- * N % 8 == 0. Computes the columns [n0, n1) (n0 a multiple of 16). */
+ * N % 8 == 0. Computes the columns [n0, n1) (n0 a multiple of 16) of rows [m0, m1). */
 #define BLOCK_BYTES (192 * 1024)
-static void gemm_avx2(Py_ssize_t M, Py_ssize_t K, const float *x, Py_ssize_t ldx,
-                      const float *w, float *o, Py_ssize_t ldo, const float *bias,
-                      Py_ssize_t n0, Py_ssize_t n1) {
+typedef struct {
+    Py_ssize_t M, N, K, ldp, ldo;
+    int nparts;
+    const Py_ssize_t *kw;
+    const float *const *xp; /* row pointers of this task's first row, part-major (ldp) */
+    const float *w, *bias;
+    float *o;
+} task_t;
+
+static void gemm_avx2(const task_t *t, Py_ssize_t m0, Py_ssize_t m1, Py_ssize_t n0,
+                      Py_ssize_t n1) {
+    Py_ssize_t K = t->K, ldo = t->ldo;
     Py_ssize_t block = BLOCK_BYTES / (4 * (K > 0 ? K : 1));
     block = block < 6 ? 6 : block - block % 6;
-    for (Py_ssize_t m0 = 0; m0 < M; m0 += block) {
-        Py_ssize_t m1 = M - m0 < block ? M : m0 + block;
+    for (Py_ssize_t b0 = m0; b0 < m1; b0 += block) {
+        Py_ssize_t b1 = m1 - b0 < block ? m1 : b0 + block;
         for (Py_ssize_t n = n0; n < n1; n += 16) {
-            const float *panel = w + (n / 16) * K * 16;
+            const float *panel = t->w + (n / 16) * K * 16;
             int full = n1 - n >= 16;
-            for (Py_ssize_t m = m0; m < m1; m += 6) {
-                Py_ssize_t mr = m1 - m < 6 ? m1 - m : 6;
-                TILES[mr](K, x + m * ldx, ldx, panel, o + m * ldo + n, ldo,
-                          bias ? bias + n : NULL, full);
+            for (Py_ssize_t m = b0; m < b1; m += 6) {
+                Py_ssize_t mr = b1 - m < 6 ? b1 - m : 6;
+                TILES[mr](t->nparts, t->kw, t->xp + m, t->ldp, panel, t->o + m * ldo + n, ldo,
+                          t->bias ? t->bias + n : NULL, full);
             }
         }
     }
@@ -129,11 +152,6 @@ static void gemm_avx2(Py_ssize_t M, Py_ssize_t K, const float *x, Py_ssize_t ldx
 #define CUTS 4         /* pieces of a job's largest task */
 #define MAX_TASKS 16
 #define MAX_PIECES (CUTS * MAX_TASKS)
-typedef struct {
-    Py_ssize_t M, N, K, ldx, ldo;
-    const float *x, *w, *bias;
-    float *o;
-} task_t;
 typedef struct {
     int task, by_cols;
     Py_ssize_t a, b; /* columns or rows [a, b) */
@@ -159,18 +177,15 @@ static long now_ns(void) {
     return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
-static void run_task(const task_t *t) {
-    gemm_avx2(t->M, t->K, t->x, t->ldx, t->w, t->o, t->ldo, t->bias, 0, t->N);
-}
+static void run_task(const task_t *t) { gemm_avx2(t, 0, t->M, 0, t->N); }
 
 static void run_piece(int i) {
     const piece_t *p = &pieces[i];
     const task_t *t = &tasks[p->task];
     if (p->by_cols)
-        gemm_avx2(t->M, t->K, t->x, t->ldx, t->w, t->o, t->ldo, t->bias, p->a, p->b);
+        gemm_avx2(t, 0, t->M, p->a, p->b);
     else
-        gemm_avx2(p->b - p->a, t->K, t->x + p->a * t->ldx, t->ldx, t->w, t->o + p->a * t->ldo,
-                  t->ldo, t->bias, 0, t->N);
+        gemm_avx2(t, p->a, p->b, 0, t->N);
 }
 
 /* Take and run pieces of job ``s`` until none is left. */
@@ -357,27 +372,127 @@ static int get_weight(PyObject *wobj, PyObject *bobj, Py_ssize_t K, Py_ssize_t N
     return 0;
 }
 
-/* x [M, K] and out [M, N] checked (unit inner strides, N % 8 == 0, out not overlapping
- * x); 0 with both held, -1 with nothing held. */
-static int get_rows(PyObject *xobj, PyObject *oobj, Py_buffer *x, Py_buffer *o) {
-    if (get_f32(xobj, x, PyBUF_SIMPLE, 2) < 0)
+/* x: one [M, K] array, or a tuple of parts concatenated along K, each an [M, Kp] array or
+ * a pair (buf [R, Kp], rows [M] int64) whose row m is buf[rows[m]] (rows gathered where
+ * they lie). Every array float32 with unit stride along its columns. */
+#define MAX_PARTS 8
+typedef struct {
+    int n, held; /* parts; views held (buffers, then index arrays) */
+    Py_buffer buf[MAX_PARTS], idx[MAX_PARTS];
+    int has_idx[MAX_PARTS];
+    Py_ssize_t kw[MAX_PARTS];
+    Py_ssize_t M, K;
+    const float **ptr; /* n x M row pointers, part-major */
+} xrows_t;
+
+static void release_x(xrows_t *x) {
+    for (int i = 0; i < x->held; i++) {
+        PyBuffer_Release(&x->buf[i]);
+        if (x->has_idx[i])
+            PyBuffer_Release(&x->idx[i]);
+    }
+    x->held = 0;
+    free(x->ptr);
+    x->ptr = NULL;
+}
+
+/* One part: 0 with its views held (x->held counts it), -1 with it not held. */
+static int get_part(PyObject *obj, xrows_t *x, int i) {
+    PyObject *arr = obj, *rows = NULL;
+    if (PyTuple_Check(obj)) {
+        if (PyTuple_GET_SIZE(obj) != 2)
+            return -1;
+        arr = PyTuple_GET_ITEM(obj, 0);
+        rows = PyTuple_GET_ITEM(obj, 1);
+    }
+    Py_buffer *v = &x->buf[i], *r = &x->idx[i];
+    if (get_f32(arr, v, PyBUF_SIMPLE, 2) < 0)
         return -1;
-    if (get_f32(oobj, o, PyBUF_WRITABLE, 2) < 0) {
-        PyBuffer_Release(x);
+    if ((v->shape[1] > 1 && v->strides[1] != 4) || v->strides[0] % 4 != 0 || v->strides[0] < 0) {
+        PyBuffer_Release(v);
         return -1;
     }
-    Py_ssize_t M = x->shape[0], K = x->shape[1], N = o->shape[1];
-    int ok = o->shape[0] == M && N % 8 == 0 && x->strides[1] == 4 && x->strides[0] % 4 == 0 &&
-             x->strides[0] >= 0 && o->strides[1] == 4 && o->strides[0] % 4 == 0 &&
+    Py_ssize_t M = v->shape[0];
+    x->has_idx[i] = rows != NULL;
+    if (rows != NULL) {
+        if (PyObject_GetBuffer(rows, r, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            PyErr_Clear();
+            PyBuffer_Release(v);
+            return -1;
+        }
+        int ok = r->ndim == 1 && r->itemsize == 8 && r->format != NULL &&
+                 (strcmp(r->format, "l") == 0 || strcmp(r->format, "q") == 0);
+        Py_ssize_t R = v->shape[0];
+        M = ok ? r->shape[0] : 0;
+        const int64_t *rv = (const int64_t *)r->buf;
+        for (Py_ssize_t m = 0; ok && m < M; m++)
+            ok = rv[m] >= 0 && rv[m] < R; /* a row of buf: nothing else is read */
+        if (!ok) {
+            PyBuffer_Release(r);
+            PyBuffer_Release(v);
+            return -1;
+        }
+    }
+    if (i > 0 && M != x->M) {
+        if (rows != NULL)
+            PyBuffer_Release(r);
+        PyBuffer_Release(v);
+        return -1;
+    }
+    x->M = M;
+    x->kw[i] = v->shape[1];
+    x->K += v->shape[1];
+    x->held = i + 1;
+    return 0;
+}
+
+/* x (see xrows_t) and out [M, N] (unit stride along N, N % 8 == 0) checked, x's row
+ * pointers made, no row of x overlapping out; 0 with everything held, -1 with nothing. */
+static int get_rows(PyObject *xobj, PyObject *oobj, xrows_t *x, Py_buffer *o) {
+    memset(x, 0, sizeof(*x));
+    if (PyTuple_Check(xobj)) {
+        Py_ssize_t n = PyTuple_GET_SIZE(xobj);
+        if (n < 1 || n > MAX_PARTS)
+            return -1;
+        x->n = (int)n;
+        for (int i = 0; i < x->n; i++)
+            if (get_part(PyTuple_GET_ITEM(xobj, i), x, i) < 0) {
+                release_x(x);
+                return -1;
+            }
+    } else {
+        x->n = 1;
+        if (get_part(xobj, x, 0) < 0)
+            return -1;
+    }
+    if (get_f32(oobj, o, PyBUF_WRITABLE, 2) < 0) {
+        release_x(x);
+        return -1;
+    }
+    Py_ssize_t M = x->M, N = o->shape[1];
+    int ok = o->shape[0] == M && N % 8 == 0 && o->strides[1] == 4 && o->strides[0] % 4 == 0 &&
              o->strides[0] >= 4 * N;
-    if (ok && M > 0 && N > 0) {
-        const char *o0 = (const char *)o->buf, *x0 = (const char *)x->buf;
-        if (overlap(o0, o0 + (M - 1) * o->strides[0] + 4 * N, x0,
-                    x0 + (M - 1) * x->strides[0] + 4 * K))
-            ok = 0;
+    if (ok && M > 0) {
+        x->ptr = malloc(sizeof(float *) * (size_t)x->n * (size_t)M);
+        ok = x->ptr != NULL;
+    }
+    if (ok && M > 0) {
+        const char *o0 = (const char *)o->buf, *o1 = o0 + (M - 1) * o->strides[0] + 4 * N;
+        for (int i = 0; i < x->n; i++) {
+            const char *b = (const char *)x->buf[i].buf;
+            Py_ssize_t ld = x->buf[i].strides[0], row = 4 * x->kw[i];
+            const int64_t *rv = x->has_idx[i] ? (const int64_t *)x->idx[i].buf : NULL;
+            const float **ptr = x->ptr + (size_t)i * (size_t)M;
+            for (Py_ssize_t m = 0; m < M; m++) {
+                const char *r = b + (rv ? rv[m] : m) * ld;
+                ptr[m] = (const float *)r;
+                if (N > 0 && row > 0 && overlap(r, r + row, o0, o1))
+                    ok = 0;
+            }
+        }
     }
     if (!ok) {
-        PyBuffer_Release(x);
+        release_x(x);
         PyBuffer_Release(o);
         return -1;
     }
@@ -437,13 +552,14 @@ static PyObject *sgemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
 #else
     if (!have_avx2())
         Py_RETURN_FALSE;
-    Py_buffer x, o, w, b;
+    xrows_t x;
+    Py_buffer o, w, b;
     if (get_rows(args[0], args[2], &x, &o) < 0)
         Py_RETURN_FALSE;
-    Py_ssize_t M = x.shape[0], K = x.shape[1], N = o.shape[1];
+    Py_ssize_t M = x.M, K = x.K, N = o.shape[1];
     int has_bias = args[3] != Py_None;
     if (get_weight(args[1], args[3], K, N, &w, &b) < 0) {
-        PyBuffer_Release(&x);
+        release_x(&x);
         PyBuffer_Release(&o);
         Py_RETURN_FALSE;
     }
@@ -453,12 +569,12 @@ static PyObject *sgemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
         if (K == 0) {
             fill_bias((char *)o.buf, o.strides[0], M, N, bb);
         } else {
-            task_t t = {M, N, K, x.strides[0] / 4, o.strides[0] / 4, (const float *)x.buf,
-                        (const float *)w.buf, bb, (float *)o.buf};
+            task_t t = {M, N, K, M, o.strides[0] / 4, x.n, x.kw, x.ptr, (const float *)w.buf,
+                        bb, (float *)o.buf};
             run_tasks(&t, 1, threads);
         }
     }
-    PyBuffer_Release(&x);
+    release_x(&x);
     PyBuffer_Release(&o);
     PyBuffer_Release(&w);
     if (has_bias)
@@ -491,10 +607,11 @@ static PyObject *sgemm_segs(PyObject *self, PyObject *const *args, Py_ssize_t na
     Py_ssize_t nseg = PyTuple_GET_SIZE(segs), nmem = PyTuple_GET_SIZE(panels);
     if (nseg > MAX_TASKS || nmem > MAX_TASKS)
         Py_RETURN_FALSE;
-    Py_buffer x, o;
+    xrows_t x;
+    Py_buffer o;
     if (get_rows(args[0], args[2], &x, &o) < 0)
         Py_RETURN_FALSE;
-    Py_ssize_t M = x.shape[0], K = x.shape[1], N = o.shape[1];
+    Py_ssize_t M = x.M, K = x.K, N = o.shape[1];
     Py_buffer w[MAX_TASKS], b[MAX_TASKS];
     int held[MAX_TASKS] = {0}; /* 1: w held, 2: w and b held */
     task_t mine[MAX_TASKS];
@@ -530,8 +647,14 @@ static PyObject *sgemm_segs(PyObject *self, PyObject *const *args, Py_ssize_t na
             }
         }
         if (rows > 0 && N > 0) /* checked first, computed once everything is checked */
-            mine[ntasks++] = (task_t){rows, N, K, x.strides[0] / 4, o.strides[0] / 4,
-                                      (const float *)x.buf + at * (x.strides[0] / 4),
+            mine[ntasks++] = (task_t){rows,
+                                      N,
+                                      K,
+                                      M,
+                                      o.strides[0] / 4,
+                                      x.n,
+                                      x.kw,
+                                      (const float *const *)x.ptr + at,
                                       (const float *)w[m].buf,
                                       held[m] == 2 ? (const float *)b[m].buf : NULL,
                                       (float *)o.buf + at * (o.strides[0] / 4)};
@@ -553,7 +676,7 @@ static PyObject *sgemm_segs(PyObject *self, PyObject *const *args, Py_ssize_t na
                 PyBuffer_Release(&b[m]);
         }
     }
-    PyBuffer_Release(&x);
+    release_x(&x);
     PyBuffer_Release(&o);
     if (ok)
         Py_RETURN_TRUE;

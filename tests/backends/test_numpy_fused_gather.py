@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 import acrobat
+from acrobat import native
 from acrobat.codegen.numpy_kernels import _gather_cat, compile_numpy_kernel
 from acrobat.ir.types import TensorType
+from acrobat.runtime.run import prepare
 
 MODELS = ["mvrnn", "treelstm", "birnn", "berxit", "drnn", "stackrnn"]
 
@@ -100,3 +102,96 @@ def test_block_start_finds_one_block_and_only_one_block(n):
         swapped = rows.copy()
         swapped[[1, 2]] = swapped[[2, 1]]  # the right span, not in order
         assert block_start(swapped) is None
+
+
+# -- arguments read in place by their one reader (the native product or fused chain) -----
+
+needs_native = pytest.mark.skipif(
+    native.load() is None, reason=f"no native kernel: {native.status()}"
+)
+
+READ_TWICE = """
+H = Size("H", 16)
+W: Param[H, H]
+U: Param[H, 2 * H]
+b: Param[H]
+
+def twice(h: Tensor[H]) -> Tensor[H]:
+    return tanh(dense(h, W) + h)
+
+def pair(a: Tensor[H], c: Tensor[H]) -> Tensor[H]:
+    return dense(concat(a, c), U, b) * a
+
+def main(x: Tensor[H], y: Tensor[H]) -> Tensor[H]:
+    return pair(twice(x), twice(y))
+"""
+# x, y: read by a product and a chain each; a: by the concat and the multiply
+
+
+def _sources(model):
+    spec = acrobat.models.load(model, "tiny")
+    return prepare(acrobat.compile(spec.module, spec.params), "numpy").sources
+
+
+@needs_native
+def test_an_argument_read_once_reaches_its_reader_ungathered():
+    cell = _sources("treelstm")["cell_node1"]
+    # the children's states: one product over concat(h_l, h_r) reading both in place ...
+    assert "_dense_from((x_hl, x_hr, ), (" in cell and "_gather_cat(" not in cell
+    # ... and their memory cells read in place by the fused gates: gathered only in the
+    # fallback (under the native call's `if not`, one level deeper)
+    prologue = cell.split("_rowprog(")[0]
+    assert "_gather(x_cl" not in prologue and "        x_cl = _gather(x_cl, " in cell
+    group = _sources("birnn")["rnn_k1+rnn_dup1_k1"]
+    assert "_gdense_from((x_h, ), (" in group  # a twin group's product too
+    assert "\n    x_h = _gather(" not in group
+
+
+@needs_native
+def test_an_argument_read_twice_is_gathered_once_in_the_prologue():
+    m = acrobat.parse(READ_TWICE)
+    rng = np.random.default_rng(0)
+    params = {
+        "W": rng.standard_normal((16, 16)).astype(np.float32),
+        "U": rng.standard_normal((16, 32)).astype(np.float32),
+        "b": rng.standard_normal(16).astype(np.float32),
+    }
+    prog = acrobat.compile(m, params)
+    src = prepare(prog, "numpy").sources
+    pair = next(s for k, s in src.items() if k.startswith("pair"))
+    assert "_gather_cat((x_a, x_c, ), (32,)" in pair and "_dense_from" not in pair
+    main = next(s for k, s in src.items() if k.startswith("main"))
+    assert "    x_x = _gather(x_x, (16,)" in main and "_dense_rows(x_x, " in main
+    xs = [tuple(rng.standard_normal(16).astype(np.float32) for _ in range(2)) for _ in range(7)]
+    got = acrobat.run(prog, xs, strategy="batched").outputs
+    for g, x in zip(got, xs):
+        assert acrobat.values_equal(g, acrobat.evaluate(m, x, params), rtol=1e-5, atol=1e-5)
+
+
+@needs_native
+@pytest.mark.parametrize("model", ["treelstm", "birnn", "stackrnn", "drnn", "nestedrnn"])
+def test_products_the_native_kernel_declines_gather_first_and_agree(model, monkeypatch):
+    from tests.runtime.helpers import ATOL, RTOL, batch
+
+    spec = acrobat.models.load(model, "tiny")
+    xs, _ = batch(model, 6, 2)
+    want = [spec.evaluate(x) for x in xs]
+    real = native.load()
+
+    class DecliningProducts:  # every product with rows read in place answers "not mine"
+        @staticmethod
+        def sgemm(x, *rest):
+            return False if isinstance(x, tuple) else real.sgemm(x, *rest)
+
+        @staticmethod
+        def sgemm_segs(x, *rest):
+            return False if isinstance(x, tuple) else real.sgemm_segs(x, *rest)
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    monkeypatch.setattr(native, "_module", DecliningProducts())
+    prog = acrobat.compile(spec.module, spec.params)
+    assert any("_dense_from(" in s for s in prepare(prog, "numpy").sources.values())
+    for got, w in zip(acrobat.run(prog, xs, strategy="batched").outputs, want):
+        assert acrobat.values_equal(got, w, rtol=RTOL, atol=ATOL)

@@ -210,3 +210,51 @@ def test_fused_declined_and_off_give_the_reference_results(model, monkeypatch):
     for outs in results:
         for got, w in zip(outs, want):
             assert acrobat.values_equal(got, w, rtol=RTOL, atol=ATOL)
+
+
+@needs_native
+def test_inputs_read_in_place_from_their_arena_rows():
+    # an input as (arena buffer, rows): the rows are read where they lie, no gather first
+    rng = np.random.default_rng(3)
+    arena = rng.standard_normal((40, 13)).astype(np.float32)
+    rows = rng.integers(0, 30, 9)  # scattered, repeats allowed; rows 30.. hold the output
+    y = rng.standard_normal((9, 13)).astype(np.float32)
+    code = program(13, 2, [("add", 2, 0, 1), ("tanh", 3, 2, 2)], [3])
+    mod = native.load()
+    want = np.empty((9, 13), np.float32)
+    assert mod.rowprog(9, code, np.zeros(0, np.float32), (arena[rows], y, want)) is True
+    out = arena[30:39]  # the output in the same arena, other rows: the usual case
+    assert mod.rowprog(9, code, np.zeros(0, np.float32), ((arena, rows), y, out)) is True
+    np.testing.assert_array_equal(out, want)
+    # both inputs from the arena, one of them a block
+    want2 = np.empty((9, 13), np.float32)
+    block = np.arange(2, 11)
+    assert mod.rowprog(9, code, np.zeros(0, np.float32), (arena[rows], arena[block], want2))
+    got2 = np.full((9, 13), np.nan, np.float32)
+    assert mod.rowprog(9, code, np.zeros(0, np.float32), ((arena, rows), (arena, block), got2))
+    np.testing.assert_array_equal(got2, want2)
+
+
+@needs_native
+def test_input_rows_it_cannot_take_are_declined_untouched():
+    code = program(4, 1, [("tanh", 1, 0, 0)], [1])
+    arena = np.ones((6, 4), np.float32)
+    out = np.full((3, 4), 5.0, np.float32)
+    ok = np.array([0, 5, 2])
+    _declined(code, [(arena, np.array([0, 6, 2])), out])  # a row past the arena
+    _declined(code, [(arena, np.array([0, -1, 2])), out])  # a negative row
+    _declined(code, [(arena, ok.astype(np.int32)), out])  # not int64
+    _declined(code, [(arena, ok[:2]), out])  # not one row per output row
+    _declined(code, [(arena, ok.reshape(3, 1)), out])  # not a vector
+    _declined(code, [(arena.astype(np.float64), ok), out])  # not float32
+    _declined(code, [(np.ones((6, 5), np.float32), ok), out])  # wrong width
+    _declined(code, [(arena, ok, ok), out])  # not a pair
+    _declined(code, [np.ones((3, 4), np.float32), (arena, ok)])  # an output as a pair
+    # an input row that an output writes (it would be read after it was written)
+    shared = np.arange(24, dtype=np.float32).reshape(6, 4)
+    before = shared.copy()
+    assert (
+        native.load().rowprog(3, code, np.zeros(0, np.float32), ((shared, ok), shared[3:6]))
+        is False
+    )
+    np.testing.assert_array_equal(shared, before)

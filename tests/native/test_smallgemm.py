@@ -164,11 +164,13 @@ def test_model_outputs_are_the_same_with_the_native_kernel_on_and_off(model, mon
     spec = acrobat.models.load(model, size="tiny")
     xs, _ = batch(model, 5, 0)
     on = acrobat.compile(spec.module, spec.params)
-    assert any("_dense_rows(" in src for src in prepare(on, "numpy").sources.values())
+    native_calls = ("_dense_rows(", "_dense_from(")  # the product; with its gather fused
+    srcs = prepare(on, "numpy").sources.values()
+    assert any(c in src for src in srcs for c in native_calls)
     res_on = acrobat.run(on, xs, strategy="batched")
     off = acrobat.compile(spec.module, spec.params)
     runtime_off = _without_native(monkeypatch, off)
-    assert not any("_dense_rows(" in src for src in runtime_off.sources.values())
+    assert not any(c in src for src in runtime_off.sources.values() for c in native_calls)
     res_off = acrobat.run(off, xs, strategy="batched")
     for a, b, x in zip(res_on.outputs, res_off.outputs, xs):
         assert acrobat.values_equal(a, b, rtol=1e-4, atol=1e-5)
@@ -384,3 +386,151 @@ def test_twin_rows_the_kernel_cannot_take_are_declined_untouched():
     )
     np.testing.assert_allclose(got[:4], x[:4] @ wts[0], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got[4:], x[4:] @ wts[1], rtol=1e-5, atol=1e-5)
+
+
+# -- rows read where they lie: the gather (and a concat) fused into the product ----------
+
+
+def _arena(rows, width, seed):
+    return np.random.default_rng(seed).standard_normal((rows, width)).astype(np.float32)
+
+
+@needs_native
+@pytest.mark.parametrize("m", [1, 5, 6, 7, 13, 64, 100])
+@pytest.mark.parametrize("n", [8, 48, 256])
+@pytest.mark.parametrize("layout", ["one pair", "two pairs", "array and pair", "block"])
+def test_rows_read_in_place_give_the_gathered_products_bits(m, n, layout):
+    rng = np.random.default_rng(m * 7 + n)
+    buf = _arena(3 * m + 9, 40, m)
+    other = _arena(m + 3, 24, n)
+    scattered = rng.integers(0, buf.shape[0], m)  # repeats allowed, any order
+    if layout == "one pair":
+        parts, x = ((buf, scattered),), buf[scattered]
+    elif layout == "two pairs":  # concat(a, b) of two arguments of one arena
+        again = rng.permutation(buf.shape[0])[:m]
+        parts, x = ((buf, scattered), (buf, again)), np.hstack([buf[scattered], buf[again]])
+    elif layout == "array and pair":
+        rows = rng.integers(0, other.shape[0], m)
+        head = _arena(m, 16, 3)
+        parts, x = (head, (other, rows)), np.hstack([head, other[rows]])
+    else:
+        block = np.arange(4, 4 + m)
+        parts, x = ((buf, block),), buf[block]
+    k = x.shape[1]
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    panels, bias = native.pack(w), rng.standard_normal(n).astype(np.float32)
+    mod = native.load()
+    for b in (None, bias):
+        want = np.empty((m, n), np.float32)
+        assert mod.sgemm(np.ascontiguousarray(x), panels, want, b) is True
+        np.testing.assert_allclose(want, x @ w + (0 if b is None else b), rtol=2e-5, atol=1e-4)
+        for threads in (1, 2):
+            out = np.full((m, n), np.nan, np.float32)
+            assert mod.sgemm(parts, panels, out, b, threads) is True
+            np.testing.assert_array_equal(out, want)  # the same sums in the same order
+
+
+@needs_native
+def test_an_output_in_the_same_arena_as_its_inputs_is_fine_unless_it_overlaps_them():
+    # an arena holds a step's inputs and its outputs (other rows): that is the usual case
+    arena = _arena(20, 32, 0)
+    w = np.random.default_rng(1).standard_normal((32, 32)).astype(np.float32)
+    panels = native.pack(w)
+    rows = np.array([3, 0, 7, 5])
+    want = arena[rows] @ w
+    mod = native.load()
+    assert mod.sgemm(((arena, rows),), panels, arena[10:14], None) is True
+    np.testing.assert_allclose(arena[10:14], want, rtol=2e-5, atol=1e-4)
+    before = arena.copy()
+    assert mod.sgemm(((arena, np.array([3, 12, 1, 2])),), panels, arena[10:14], None) is False
+    np.testing.assert_array_equal(arena, before)  # row 12 is written: declined, untouched
+
+
+@needs_native
+def test_parts_the_kernel_cannot_take_are_declined_untouched():
+    buf = _arena(10, 16, 0)
+    panels = native.pack(np.ones((16, 8), np.float32))
+    panels32 = native.pack(np.ones((32, 8), np.float32))
+    mod = native.load()
+    out = np.full((3, 8), np.nan, np.float32)
+    ok = np.array([1, 2, 3])
+    for parts, p in (
+        (((buf, np.array([1, 2, 10])),), panels),  # a row past the arena
+        (((buf, np.array([1, -1, 3])),), panels),  # a negative row
+        (((buf, ok.astype(np.int32)),), panels),  # not int64 row numbers
+        (((buf, ok.reshape(3, 1)),), panels),  # not a vector of rows
+        (((buf, ok[::2]),), panels),  # fewer rows than out
+        (((buf, ok), (buf, ok[:2])), panels32),  # parts that disagree on the rows
+        (((buf.astype(np.float64), ok),), panels),  # not float32
+        (((buf, ok, ok),), panels),  # not a pair
+        (((buf[:, ::2], ok),), native.pack(np.ones((8, 8), np.float32))),  # strided columns
+        (((buf, ok),) * 9, native.pack(np.ones((144, 8), np.float32))),  # nine parts
+        ((), panels),  # no part
+        (((buf, ok),), panels32),  # the weight's K is not the parts' widths
+        (("rows", ok), panels),
+    ):
+        assert mod.sgemm(parts, p, out, None) is False, parts
+        assert np.isnan(out).all()
+
+
+@needs_native
+@pytest.mark.parametrize("segs", [((0, 5), (1, 3)), ((1, 40), (0, 7), (2, 13)), ((0, 0), (1, 9))])
+def test_twin_rows_read_in_place_equal_the_gathered_call(segs):
+    rng = np.random.default_rng(len(segs))
+    m = sum(n for _, n in segs)
+    arena = _arena(2 * m + 5, 48, 2)
+    ra, rb = rng.integers(0, arena.shape[0], m), rng.integers(0, arena.shape[0], m)
+    x = np.hstack([arena[ra], arena[rb]])
+    wts = [rng.standard_normal((96, 32)).astype(np.float32) for _ in range(3)]
+    panels = tuple(native.pack(w) for w in wts)
+    biases = tuple(rng.standard_normal(32).astype(np.float32) for _ in range(3))
+    mod = native.load()
+    for bias in (None, biases):
+        want = np.empty((m, 32), np.float32)
+        assert mod.sgemm_segs(x, panels, want, bias, segs, 1) is True
+        for threads in (1, 2):
+            out = np.full((m, 32), np.nan, np.float32)
+            parts = ((arena, ra), (arena, rb))
+            assert mod.sgemm_segs(parts, panels, out, bias, segs, threads) is True
+            np.testing.assert_array_equal(out, want)
+
+
+@needs_native
+def test_dense_from_gathers_and_falls_back_when_the_kernel_does_not_take_it(monkeypatch):
+    from acrobat.codegen.numpy_kernels import dense_from, dense_from_by_member
+
+    arena = _arena(30, 64, 5)
+    ra, rb = np.array([4, 9, 1, 22, 17]), np.array([0, 3, 29, 8, 8])
+    w = np.random.default_rng(6).standard_normal((128, 16)).astype(np.float32)
+    want = np.hstack([arena[ra], arena[rb]]) @ w
+    panels = native.pack(w)
+    real = native.load()
+    got = {}
+    for case in ("native", "declined", "over the rule", "no panels"):
+        monkeypatch.undo()
+        if case == "declined":
+
+            class Declining:
+                def __getattr__(self, name):
+                    return getattr(real, name)
+
+                sgemm = staticmethod(lambda *a: False)
+
+            monkeypatch.setattr(native, "_module", Declining())
+        elif case == "over the rule":
+            monkeypatch.setattr(native, "_max_rows", 2)
+        ws = np.full((5, 128), np.nan, np.float32)
+        out = np.full((5, 16), np.nan, np.float32)
+        p = None if case == "no panels" else panels
+        got[case] = dense_from(((arena, ra), (arena, rb)), (128,), ws, w, p, out).copy()
+        np.testing.assert_allclose(got[case], want, rtol=2e-5, atol=1e-4)
+        if case != "native":  # the fallback gathered into the workspace
+            np.testing.assert_array_equal(ws, np.hstack([arena[ra], arena[rb]]))
+    segs = ((0, 2), (1, 3))
+    wts = (w, w[::-1].copy())
+    out = np.empty((5, 16), np.float32)
+    pans = tuple(native.pack(x) for x in wts)
+    dense_from_by_member(((arena, ra), (arena, rb)), (128,), None, wts, pans, segs, out)
+    x = np.hstack([arena[ra], arena[rb]])
+    np.testing.assert_allclose(out[:2], x[:2] @ wts[0], rtol=2e-5, atol=1e-4)
+    np.testing.assert_allclose(out[2:], x[2:] @ wts[1], rtol=2e-5, atol=1e-4)
