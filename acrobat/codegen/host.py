@@ -479,7 +479,8 @@ class _Gen:
         Calls of fiber functions run as spawned child fibers; the others are ordinary
         calls made first (they cannot wait for anything, so the order does not matter)."""
         d0, outs, ds, spawned = self.fresh(), [], [], []
-        self.emit(ind, f"{d0} = d")
+        if any(self.use[c.fn] for c in e.calls):  # else no call takes a depth (and this
+            self.emit(ind, f"{d0} = d")  # function, recording nothing, may have none)
         still = False  # a call that leaves the depth at d0
         for c in e.calls:
             use = self.use[c.fn]
