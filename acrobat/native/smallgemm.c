@@ -35,8 +35,9 @@
  * (nothing written). Raises only for arguments that are not buffers.
  *
  * sgemm_segs(x, panels, out, biases, segs[, threads]) -> bool
- *   a twin group's product (acrobat.codegen.twins), ``x`` as for sgemm: ``segs`` is ``((member, rows), ...)`` in
- *   row order, and each member's rows of ``x`` take its weight, ``panels[member]`` (and
+ *   a twin group's product (acrobat.codegen.twins), ``x`` as for sgemm: ``segs`` is
+ *   ``((member, rows), ...)`` in row order, and each member's rows of ``x`` take its
+ *   weight, ``panels[member]`` (and
  *   ``biases[member]`` unless ``biases`` is None); on two threads the members' products
  *   run side by side. True when it computed every row; False, with nothing written, when
  *   any part is not supported.
@@ -64,9 +65,10 @@
  * The rows of x are read through pointers, one per row and part (``xp[p * ldp + i]``: row
  * i of part p; the parts are x's columns in order, ``kw[p]`` wide), so a row can live
  * anywhere: gathered rows are read where they are, not copied first. Each output element
- * is summed over k = 0 .. K - 1 in order, parts or not. The accumulators are named variables (an array of vectors is spilled by GCC); a row
- * past MR is dead code the compiler drops. ``full`` = 0 stores only the first 8 columns
- * (the last panel of an N that is 8 modulo 16). */
+ * is summed over k = 0 .. K - 1 in order, parts or not. The accumulators are named
+ * variables (an array of vectors is spilled by GCC); a row past MR is dead code the
+ * compiler drops. ``full`` = 0 stores only the first 8 columns (the last panel of an N
+ * that is 8 modulo 16). */
 #define ROW(i)                                                                           \
     __m256 c##i##0 = bias ? _mm256_loadu_ps(bias) : _mm256_setzero_ps();                 \
     __m256 c##i##1 = bias && full ? _mm256_loadu_ps(bias + 8) : _mm256_setzero_ps();
@@ -84,9 +86,9 @@
             _mm256_storeu_ps(o + i * ldo + 8, c##i##1);                                  \
     }
 #define TILE(MR)                                                                         \
-    TARGET static void tile_##MR(int nparts, const Py_ssize_t *kw, const float *const *xp,  \
-                                 Py_ssize_t ldp, const float *w, float *o, Py_ssize_t ldo, \
-                                 const float *bias, int full) {                          \
+    TARGET static void tile_##MR(int nparts, const Py_ssize_t *kw,                        \
+                                 const float *const *xp, Py_ssize_t ldp, const float *w, \
+                                 float *o, Py_ssize_t ldo, const float *bias, int full) { \
         enum { ROWS = MR };                                                              \
         ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5)                                        \
         for (int p = 0; p < nparts; p++, xp += ldp) {                                    \
