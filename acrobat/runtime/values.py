@@ -129,6 +129,14 @@ def _make_walker(m: Module, t: Type, memo: dict):
         )
     linear = all(len(r) <= 1 for r in rec.values())
     rec1 = {c: (r[0] if r else None) for c, r in rec.items()}
+    if linear and all(len(p) <= 1 and all(leaf for *_, leaf in p) for p in conv.values()):
+        # a list of tensors (or any linear ADT with at most one tensor field per node):
+        # one loop each way, without the general plan's per-field steps
+        slot[:] = _linear_leaf_walker(
+            {c: (p[0][0] if p else None, rec1[c]) for c, p in conv.items()}
+        )
+        memo[t] = tuple(slot)
+        return memo[t]
 
     def spine(v):
         """Every node of ``v``'s recursive spine, parents before children."""
@@ -186,6 +194,55 @@ def _make_walker(m: Module, t: Type, memo: dict):
     slot[:] = [collect, build]
     memo[t] = (collect, build)
     return memo[t]
+
+
+def _linear_leaf_walker(kinds: dict[str, tuple[int | None, int | None]]):
+    """``(collect, build)`` for a linear ADT whose constructors hold at most one tensor
+    each: ``kinds[ctor]`` is (the tensor field's index or None, the recursive field's
+    index or None). Tensors are taken tail first, as the general walker takes them; a
+    node with neither (a list's ``Nil``) holds nothing to replace and is kept."""
+
+    def collect(v, ids):
+        leaves = []
+        add = leaves.append
+        while True:
+            li, r = kinds[v.ctor]
+            fields = v.fields
+            if li is not None:
+                add(fields[li])
+            if r is None:
+                break
+            v = fields[r]
+        leaves.reverse()
+        ids.extend(leaves)
+
+    def build(v, nxt):
+        nodes = []
+        add = nodes.append
+        while True:
+            add(v)
+            r = kinds[v.ctor][1]
+            if r is None:
+                break
+            v = v.fields[r]
+        done = None
+        for node in reversed(nodes):
+            ctor = node.ctor
+            li, r = kinds[ctor]
+            if li == 0 and r == 1 and len(node.fields) == 2:  # Cons(x, rest)
+                done = AdtValue(ctor, (nxt(), done))
+            elif li is None and r is None:
+                done = node
+            else:
+                fields = list(node.fields)
+                if li is not None:
+                    fields[li] = nxt()
+                if r is not None:
+                    fields[r] = done
+                done = AdtValue(ctor, fields)
+        return done
+
+    return collect, build
 
 
 def _tuple_walker(m: Module, t: TupleType, memo: dict):

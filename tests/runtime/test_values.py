@@ -121,3 +121,58 @@ def test_from_handles_all_reads_through_read_or_read_many():
     back = from_handles_all(m, handles, param.ty, store)
     assert all(acrobat.values_equal(b, x) for b, x in zip(back, xs))
     assert acrobat.values_equal(from_handles(m, handles[1], param.ty, store), xs[1])
+
+
+LINEAR_SRC = """
+H = Size("H", 3)
+T = TypeVar("T")
+
+class Chain(ADT[T]):
+    End: (T,)
+    Link: (T, Chain[T])
+
+class Tagged(ADT):
+    Stop: ()
+    Item: (int, Tensor[H], Tagged)
+
+def main(
+    xs: List[Tensor[H]], c: Chain[Tensor[H]], t: Tagged, n: List[List[Tensor[H]]]
+) -> tuple[List[Tensor[H]], Chain[Tensor[H]], Tagged, List[List[Tensor[H]]]]:
+    return xs, c, t, n
+"""
+
+
+def test_linear_values_of_one_tensor_per_node_round_trip_in_order():
+    """Lists, chains and lists with an int beside the tensor (one tensor per node: the
+    walker's loop for them), a list of lists (the general walker), and a list far deeper
+    than the recursion limit read back as they were, every tensor in its place."""
+    m = acrobat.parse(LINEAR_SRC)
+    ty = TupleType(tuple(p.ty for p in m.main.params))
+    rng = np.random.default_rng(0)
+
+    def vec():
+        return rng.standard_normal(3).astype(np.float32)
+
+    def value(n):
+        xs = acrobat.from_list([vec() for _ in range(n)])
+        c = acrobat.AdtValue("End", (vec(),))
+        for _ in range(n):
+            c = acrobat.AdtValue("Link", (vec(), c))
+        t = acrobat.AdtValue("Stop", ())
+        for i in range(n):
+            t = acrobat.AdtValue("Item", (i, vec(), t))
+        nested = acrobat.from_list([acrobat.from_list([vec() for _ in range(k)]) for k in range(n)])
+        return xs, c, t, nested
+
+    values = [value(n) for n in (0, 1, 2, 5)] + [
+        value(0)[:0] + (acrobat.from_list([vec() for _ in range(30000)]),) + value(1)[1:]
+    ]
+    store = DictStore()
+    handles, nv = [], 0
+    for v in values:
+        h, nv = to_handles(m, v, ty, store, nv)
+        handles.append(h)
+    back = from_handles_all(m, handles, ty, store)
+    for b, v in zip(back, values):
+        assert acrobat.values_equal(b, v)
+    assert back[3][2].fields[0] == 4  # the int beside the tensor is kept
