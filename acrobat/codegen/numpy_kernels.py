@@ -206,11 +206,11 @@ def _gather_parts(parts: tuple, shape: tuple[int, ...], ws: np.ndarray) -> np.nd
 def dense_from(parts, shape, ws, wt, panels, out, bias=None):
     """``dense`` of a kernel argument (or of a concat of several, ``parts``) with its
     gather fused into the native product: the kernel reads the argument's rows where
-    they lie in their arena (:func:`acrobat.native.fused_product`). When the native
+    they lie in their arena (:func:`acrobat.native.native_product`). When the native
     kernel does not take the product, the rows are gathered into ``ws`` as the kernel's
     prologue would have (``shape``: the operand's per-instance shape) and
     :func:`~acrobat.native.dense_rows` runs it. Returns ``out``."""
-    if native.fused_product(parts, panels, out, bias):
+    if native.native_product(parts, panels, out, bias):
         return out
     return dense_rows(_gather_parts(parts, shape, ws), wt, panels, out, bias)
 
@@ -218,7 +218,7 @@ def dense_from(parts, shape, ws, wt, panels, out, bias=None):
 def dense_from_by_member(parts, shape, ws, wts, panels, segs, out, biases=None):
     """:func:`dense_from` for a twin group's batch (each member's rows by its weight, as
     :func:`~acrobat.native.dense_rows_by_member`)."""
-    if native.fused_product(parts, panels, out, biases, segs):
+    if native.native_product(parts, panels, out, biases, segs):
         return out
     x = _gather_parts(parts, shape, ws)
     return dense_rows_by_member(x, wts, panels, segs, out, biases)

@@ -220,46 +220,41 @@ def dense_rows(x, wt, panels, out, bias=None):
     ``panels``, :func:`pack` of it, or None): the native kernel for a product the rule gives
     it (:data:`SMALL_ROWS`, :func:`set_threads`) whose layouts suit it, else NumPy. Returns
     ``out``."""
-    mod = load()
-    if mod is not None and panels is not None and x.ndim == 2:
-        m = x.shape[0]
-        macs = m * x.shape[1] * out.shape[1]
-        threads = _threads_for(macs)
-        if m <= _max_rows and macs <= _max_macs and mod.sgemm(x, panels, out, bias, threads):
-            return out
+    if x.ndim == 2 and native_product(x, panels, out, bias):
+        return out
     np.matmul(x, wt, out=out)
     if bias is not None:
         out += bias
     return out
 
 
-def fused_product(parts, panels, out, bias=None, segs=None) -> bool:
-    """``out = concat(parts, axis=1) @ W^T (+ bias)`` by the native kernel with the gather
-    fused in: each part is a ``[M, Kp]`` array or an ``(arena buffer, rows)`` pair, whose
-    rows the kernel reads where they lie (no copy first). ``segs`` (a twin group's
-    ``(member, rows)`` pairs): ``panels`` and ``bias`` are tuples, one per member, as
-    :func:`dense_rows_by_member` takes them. True when it computed ``out``; False, with
-    nothing written, when the rule gives the product to NumPy (:func:`set_threads`) or a
-    layout does not suit the kernel (the caller then gathers and calls
-    :func:`dense_rows`)."""
-    mod = _module if _module is not None else load()
+def native_product(x, panels, out, bias=None, segs=None) -> bool:
+    """``out = x @ W^T (+ bias)`` by the native kernel, if the rule gives it the product
+    (:data:`SMALL_ROWS`, :func:`set_threads`). ``x`` is an ``[M, K]`` array, or a tuple of
+    parts concatenated along K, each an ``[M, Kp]`` array or an ``(arena buffer, rows)``
+    pair whose rows the kernel reads where they lie (the gather fused in, no copy first).
+    ``segs`` (a twin group's ``(member, rows)`` pairs): ``panels`` and ``bias`` are tuples,
+    one per member, as :func:`dense_rows_by_member` takes them. True when it computed
+    ``out``; False, with nothing written, when the rule gives the product to NumPy or a
+    layout does not suit the kernel (the caller then runs it another way)."""
+    mod = load()
     if mod is None:
         return False
-    m, n_out = out.shape
+    m, n_out = out.shape[0], out.shape[-1]
     if segs is None:
         if panels is None:
             return False
         macs = m * panels.shape[1] * n_out
         if m > _max_rows or macs > _max_macs:
             return False
-        return mod.sgemm(parts, panels, out, bias, _threads_for(macs))
+        return mod.sgemm(x, panels, out, bias, _threads_for(macs))
     if any(p is None for p in panels):
         return False
     k = panels[0].shape[1]
     rows = max(r for _, r in segs) if segs else 0
     if rows > _max_rows or rows * k * n_out > _max_macs:
         return False
-    return mod.sgemm_segs(parts, panels, out, bias, segs, _threads_for(m * k * n_out))
+    return mod.sgemm_segs(x, panels, out, bias, segs, _threads_for(m * k * n_out))
 
 
 def dense_rows_by_member(x, wts, panels, segs, out, biases=None):
@@ -268,14 +263,8 @@ def dense_rows_by_member(x, wts, panels, segs, out, biases=None):
     weight (``wts[member]``, ``panels[member]``, ``biases[member]``). One native call for
     the whole batch when the rule gives it every member's rows (on two threads the
     members' products run side by side), else each member apart. Returns ``out``."""
-    mod = load()
-    k, n_out = x.shape[1], out.shape[1]
-    if mod is not None and x.ndim == 2 and all(p is not None for p in panels):
-        rows = max(n for _, n in segs) if segs else 0
-        if rows <= _max_rows and rows * k * n_out <= _max_macs:
-            threads = _threads_for(x.shape[0] * k * n_out)
-            if mod.sgemm_segs(x, panels, out, biases, segs, threads):
-                return out
+    if x.ndim == 2 and native_product(x, panels, out, biases, segs):
+        return out
     s = 0
     for m, n in segs:
         if not n:
@@ -283,14 +272,7 @@ def dense_rows_by_member(x, wts, panels, segs, out, biases=None):
         e = s + n
         xs, os_ = x[s:e], out[s:e]
         b = biases[m] if biases is not None else None
-        p = panels[m]
-        if not (
-            mod is not None
-            and p is not None
-            and n <= _max_rows
-            and (macs := n * k * n_out) <= _max_macs
-            and mod.sgemm(xs, p, os_, b, _threads_for(macs))
-        ):
+        if not (x.ndim == 2 and native_product(xs, panels[m], os_, b)):
             np.matmul(xs, wts[m], out=os_)
             if b is not None:
                 os_ += b

@@ -216,6 +216,7 @@ RP_TARGET static void rp_instr(int op, float *dst, const float *a, const float *
 }
 
 int acrobat_have_avx2(void); /* smallgemm.c */
+int acrobat_row_numbers(PyObject *obj, Py_buffer *r, Py_ssize_t count, Py_ssize_t R);
 #define RP_X86 1
 #endif
 
@@ -284,21 +285,11 @@ PyObject *acrobat_rowprog(PyObject *self, PyObject *const *args, Py_ssize_t narg
         PyObject *obj = PyTuple_GET_ITEM(args[3], i);
         int out = i >= nin;
         rows[i] = NULL;
+        PyObject *numbers = NULL; /* an input pair's row numbers */
         if (!out && PyTuple_Check(obj)) { /* (buf [R, n], rows [B]) */
             if (PyTuple_GET_SIZE(obj) != 2)
                 goto done;
-            Py_buffer *r = &idx[nidx];
-            if (PyObject_GetBuffer(PyTuple_GET_ITEM(obj, 1), r,
-                                   PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-                PyErr_Clear();
-                goto done;
-            }
-            nidx++;
-            if (r->ndim != 1 || r->itemsize != 8 || r->format == NULL ||
-                (strcmp(r->format, "l") != 0 && strcmp(r->format, "q") != 0) ||
-                r->shape[0] != B)
-                goto done;
-            rows[i] = (const int64_t *)r->buf;
+            numbers = PyTuple_GET_ITEM(obj, 1);
             obj = PyTuple_GET_ITEM(obj, 0);
         }
         Py_buffer *v = &views[i];
@@ -310,14 +301,12 @@ PyObject *acrobat_rowprog(PyObject *self, PyObject *const *args, Py_ssize_t narg
         held++;
         if (v->itemsize != 4 || v->format == NULL || strcmp(v->format, "f") != 0)
             goto done;
-        if (rows[i] != NULL) {
-            Py_ssize_t R = v->ndim == 2 ? v->shape[0] : 0;
+        if (numbers != NULL) {
             if (v->ndim != 2 || v->shape[1] != n || (n > 1 && v->strides[1] != 4) ||
-                v->strides[0] % 4 != 0 || v->strides[0] < 0)
+                v->strides[0] % 4 != 0 || v->strides[0] < 0 ||
+                acrobat_row_numbers(numbers, &idx[nidx], B, v->shape[0]) < 0)
                 goto done;
-            for (Py_ssize_t r = 0; r < B; r++)
-                if (rows[i][r] < 0 || rows[i][r] >= R)
-                    goto done;
+            rows[i] = (const int64_t *)idx[nidx++].buf;
             stride[i] = v->strides[0];
         } else if (v->ndim == 2) {
             if (v->shape[0] != B || v->shape[1] != n || (n > 1 && v->strides[1] != 4) ||

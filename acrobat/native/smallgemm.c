@@ -374,6 +374,28 @@ static int get_weight(PyObject *wobj, PyObject *bobj, Py_ssize_t K, Py_ssize_t N
     return 0;
 }
 
+/* The row numbers of an (arena buffer, rows) pair: a C-contiguous int64 vector of
+ * ``count`` entries (any length when ``count`` < 0), each a row of a buffer of ``R`` rows,
+ * so that nothing else is read. 0 with ``r`` held, -1 with nothing held. rowprog.c's input
+ * pairs are checked here too. */
+int acrobat_row_numbers(PyObject *obj, Py_buffer *r, Py_ssize_t count, Py_ssize_t R) {
+    if (PyObject_GetBuffer(obj, r, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    int ok = r->ndim == 1 && r->itemsize == 8 && r->format != NULL &&
+             (strcmp(r->format, "l") == 0 || strcmp(r->format, "q") == 0) &&
+             (count < 0 || r->shape[0] == count);
+    const int64_t *rv = (const int64_t *)r->buf;
+    for (Py_ssize_t m = 0; ok && m < r->shape[0]; m++)
+        ok = rv[m] >= 0 && rv[m] < R;
+    if (!ok) {
+        PyBuffer_Release(r);
+        return -1;
+    }
+    return 0;
+}
+
 /* x: one [M, K] array, or a tuple of parts concatenated along K, each an [M, Kp] array or
  * a pair (buf [R, Kp], rows [M] int64) whose row m is buf[rows[m]] (rows gathered where
  * they lie). Every array float32 with unit stride along its columns. */
@@ -417,23 +439,11 @@ static int get_part(PyObject *obj, xrows_t *x, int i) {
     Py_ssize_t M = v->shape[0];
     x->has_idx[i] = rows != NULL;
     if (rows != NULL) {
-        if (PyObject_GetBuffer(rows, r, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-            PyErr_Clear();
+        if (acrobat_row_numbers(rows, r, -1, v->shape[0]) < 0) {
             PyBuffer_Release(v);
             return -1;
         }
-        int ok = r->ndim == 1 && r->itemsize == 8 && r->format != NULL &&
-                 (strcmp(r->format, "l") == 0 || strcmp(r->format, "q") == 0);
-        Py_ssize_t R = v->shape[0];
-        M = ok ? r->shape[0] : 0;
-        const int64_t *rv = (const int64_t *)r->buf;
-        for (Py_ssize_t m = 0; ok && m < M; m++)
-            ok = rv[m] >= 0 && rv[m] < R; /* a row of buf: nothing else is read */
-        if (!ok) {
-            PyBuffer_Release(r);
-            PyBuffer_Release(v);
-            return -1;
-        }
+        M = r->shape[0];
     }
     if (i > 0 && M != x->M) {
         if (rows != NULL)
