@@ -293,6 +293,12 @@ class _Gen:
                 binds.append((v(p.var.name), expr))
             elif isinstance(p, PCtor):
                 conds.append(f"{expr}.ctor == {p.ctor!r}")
+                if p.fields and all(isinstance(q, PVar) for q in p.fields):
+                    # every field bound: one unpacking (``a, b, = s.fields``), not one
+                    # attribute read and index per field
+                    names = ", ".join(v(q.var.name) for q in p.fields) + ","
+                    binds.append((names, f"{expr}.fields"))
+                    return
                 for j, q in enumerate(p.fields):
                     go(q, f"{expr}.fields[{j}]")
 

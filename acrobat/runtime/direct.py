@@ -26,9 +26,9 @@ from acrobat.codegen.direct import generate_direct
 from acrobat.codegen.numpy_kernels import compile_numpy_kernel
 from acrobat.errors import AcrobatNameError, IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType, TupleType
-from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
+from acrobat.ir.values import entry_args
 from acrobat.runtime.fibers import HOST_FAILURES, host_failure
-from acrobat.runtime.values import converter
+from acrobat.runtime.values import adt_maker, converter
 from acrobat.trace import HostProgramGenerated, HostSpan, KernelCompiled, Trace
 
 DIRECT_BACKENDS = ("numpy", "null")  # backends whose kernels the direct strategy can call
@@ -151,7 +151,8 @@ class DirectRunner:
     ) -> tuple[list, Trace]:
         m = self.module
         checked = [entry_args(m, x, i) for i, x in enumerate(instances)]
-        entry, calls = self.make(*self.fns, np, AdtValue, to_list, from_list, self.weights)
+        make = adt_maker()
+        entry, calls = self.make(*self.fns, np, make, make.items, make.list, self.weights)
         self.kept.clear()
         self.kept.update(self.weight_ids)
         t1 = time.perf_counter()

@@ -30,7 +30,7 @@ from acrobat.codegen.host import LOOP_MESSAGE
 from acrobat.codegen.records import ARGS, INST, OUT, STRIDE, float_bits
 from acrobat.codegen.twins import find_twins
 from acrobat.errors import AcrobatNameError, InstanceError
-from acrobat.ir.values import AdtValue, entry_args, from_list, to_list
+from acrobat.ir.values import entry_args
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
 from acrobat.runtime.direct import DirectRunner
@@ -41,7 +41,13 @@ from acrobat.runtime.leveling import warm as warm_leveling
 from acrobat.runtime.schedule import Schedule, get_policy, lower_bound, schedule
 from acrobat.runtime.strategy import StrategyChooser
 from acrobat.runtime.threads import ThreadPlan, own_products
-from acrobat.runtime.values import array_bytes, from_handles_all, has_tensor, to_handles
+from acrobat.runtime.values import (
+    adt_maker,
+    array_bytes,
+    from_handles_all,
+    has_tensor,
+    to_handles,
+)
 from acrobat.trace import (
     HostProgramGenerated,
     HostSpan,
@@ -424,8 +430,9 @@ class Runtime:
                 self.default_limit, self.limit_read_at = _memory_limit(), time.monotonic()
             memory_limit = self.default_limit
         self.pool.limit = memory_limit
+        make = adt_maker()  # ADT values made in C when the native module is on
         st.entry, st.start, st.next_value = self.make(
-            *(lst.extend for lst in st.lists), AdtValue, to_list, from_list, st.weights, float_bits
+            *(lst.extend for lst in st.lists), make, make.items, make.list, st.weights, float_bits
         )
 
     def upload(self, st: _RunState, instances: list) -> tuple[list[list], int]:

@@ -16,9 +16,34 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from acrobat import native
 from acrobat.ir.nodes import Module
 from acrobat.ir.types import AdtType, TensorType, TupleType, Type, substitute
-from acrobat.ir.values import AdtValue
+from acrobat.ir.values import AdtValue, from_list, to_list
+
+
+class _PythonMaker:
+    """:func:`adt_maker` without the native module: the same calls, in Python."""
+
+    __slots__ = ()
+
+    def __call__(self, ctor, fields=()):
+        return AdtValue(ctor, fields)
+
+    list = staticmethod(from_list)
+    items = staticmethod(to_list)
+
+
+def adt_maker():
+    """What the host program and the output builders make ADT values with:
+    ``make(ctor, fields)`` (an :class:`AdtValue`), ``make.list(items)`` (``from_list``)
+    and ``make.items(value)`` (``to_list``) — built in C by the native module
+    (:func:`acrobat.native.adt_maker`, 2-4x faster than the Python class: BiRNN small
+    b64's host program makes ~10,000 values a run), else in Python."""
+    return native.adt_maker(AdtValue) or _PYTHON_MAKER
+
+
+_PYTHON_MAKER = _PythonMaker()
 
 
 class ValueStore(Protocol):
@@ -166,6 +191,7 @@ def _make_walker(m: Module, t: Type, memo: dict):
                     c(fields[i], ids)
 
     def build(v, nxt):
+        make = adt_maker()
         order = spine(v)
         if linear:  # children first: each node takes the one built before it
             done = None
@@ -178,7 +204,7 @@ def _make_walker(m: Module, t: Type, memo: dict):
                         fields[i] = nxt() if leaf else b(fields[i], nxt)
                     if r is not None:
                         fields[r] = done
-                done = AdtValue(ctor, fields)
+                done = make(ctor, fields)
             return done
         made: dict[int, AdtValue] = {}
         for node in reversed(order):
@@ -188,7 +214,7 @@ def _make_walker(m: Module, t: Type, memo: dict):
                 fields[i] = nxt() if leaf else b(fields[i], nxt)
             for i in rec[ctor]:
                 fields[i] = made[id(fields[i])]
-            made[id(node)] = AdtValue(ctor, fields)
+            made[id(node)] = make(ctor, fields)
         return made[id(v)]
 
     slot[:] = [collect, build]
@@ -217,6 +243,7 @@ def _linear_leaf_walker(kinds: dict[str, tuple[int | None, int | None]]):
         ids.extend(leaves)
 
     def build(v, nxt):
+        make = adt_maker()
         nodes = []
         add = nodes.append
         while True:
@@ -230,7 +257,7 @@ def _linear_leaf_walker(kinds: dict[str, tuple[int | None, int | None]]):
             ctor = node.ctor
             li, r = kinds[ctor]
             if li == 0 and r == 1 and len(node.fields) == 2:  # Cons(x, rest)
-                done = AdtValue(ctor, (nxt(), done))
+                done = make(ctor, (nxt(), done))
             elif li is None and r is None:
                 done = node
             else:
@@ -239,7 +266,7 @@ def _linear_leaf_walker(kinds: dict[str, tuple[int | None, int | None]]):
                     fields[li] = nxt()
                 if r is not None:
                     fields[r] = done
-                done = AdtValue(ctor, fields)
+                done = make(ctor, fields)
         return done
 
     return collect, build
@@ -303,6 +330,7 @@ def converter(m: Module, ty: Type, leaf, memo: dict | None = None):
             for i in plans[node.ctor][0]:
                 push(node.fields[i])
         done = {}
+        make = adt_maker()
         for node in reversed(order):
             rec, subs = plans[node.ctor]
             if not (rec or subs):
@@ -319,7 +347,7 @@ def converter(m: Module, ty: Type, leaf, memo: dict | None = None):
                 y = sub(x)
                 if y is not x:
                     fields[i], changed = y, True
-            done[id(node)] = AdtValue(node.ctor, fields) if changed else node
+            done[id(node)] = make(node.ctor, fields) if changed else node
         return done[id(v)]
 
     if any(len(rec) > 1 for rec, _ in plans.values()):
@@ -337,6 +365,7 @@ def converter(m: Module, ty: Type, leaf, memo: dict | None = None):
                 break
             node = node.fields[i]
         new = None
+        make = adt_maker()
         for node in reversed(chain):
             i, subs = steps[node.ctor]
             if i < 0 and not subs:
@@ -351,7 +380,7 @@ def converter(m: Module, ty: Type, leaf, memo: dict | None = None):
                 y = sub(x)
                 if y is not x:
                     fields[j], changed = y, True
-            new = AdtValue(node.ctor, fields) if changed else node
+            new = make(node.ctor, fields) if changed else node
         return new
 
     memo[ty] = conv_chain

@@ -1,0 +1,152 @@
+"""acrobat.native's ADT maker (``values.c``) and the runtime's use of it.
+
+The maker must make exactly what :class:`AdtValue` makes (the same class, the same
+fields, equal values), build and read lists as ``from_list`` / ``to_list`` do, refuse
+what it cannot do with a ``TypeError`` (never a crash), keep reference counts right
+(values freed when dropped, long lists built and freed without recursion), and the
+runtime's :func:`adt_maker` must fall back to Python with the native module off.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+
+import pytest
+
+import acrobat
+from acrobat import native
+from acrobat.ir.values import AdtValue, from_list, to_list, values_equal
+from acrobat.models import load
+from acrobat.runtime import values as rt_values
+
+needs_native = pytest.mark.skipif(
+    native.load() is None, reason=f"native kernel unavailable here: {native.status()}"
+)
+
+
+@needs_native
+def test_maker_makes_the_classes_own_values():
+    make = native.adt_maker(AdtValue)
+    assert make is native.adt_maker(AdtValue)  # one per class
+    leaf = make("Leaf", (3,))
+    node = make("Node", (leaf, make("Leaf", [4])))  # a list becomes a tuple, as __init__ does
+    assert type(node) is AdtValue and type(leaf) is AdtValue
+    assert node.ctor == "Node" and isinstance(node.fields, tuple) and len(node.fields) == 2
+    assert node.fields[1].fields == (4,)
+    assert make("Nil").fields == () and make("Nil", ()).fields == ()
+    assert node == AdtValue("Node", (AdtValue("Leaf", (3,)), AdtValue("Leaf", (4,))))
+    assert repr(node) == repr(AdtValue("Node", (leaf, AdtValue("Leaf", (4,)))))
+    # slots behave as on any instance
+    node.ctor = "Other"
+    assert node.ctor == "Other"
+    with pytest.raises(AttributeError):
+        node.extra = 1
+
+
+@needs_native
+@pytest.mark.parametrize("n", [0, 1, 2, 17, 1000])
+def test_lists_equal_from_list_and_to_list(n):
+    make = native.adt_maker(AdtValue)
+    items = [("x", i) for i in range(n)]
+    built = make.list(items)
+    assert values_equal(built, from_list(items))
+    assert make.items(built) == items == to_list(built)
+    assert make.items(from_list(items)) == items
+    assert make.list(tuple(items)) == built and make.list(iter(items)) == built
+
+
+@needs_native
+def test_a_100000_long_list_is_built_read_and_freed_without_recursion():
+    make = native.adt_maker(AdtValue)
+    xs = list(range(100_000))
+    lst = make.list(xs)
+    assert make.items(lst) == xs
+    class Probe:
+        pass
+
+    probe = Probe()
+    ref = weakref.ref(probe)
+    lst = make("Cons", (probe, lst))
+    del probe
+    assert ref() is not None
+    del lst
+    gc.collect()
+    assert ref() is None
+
+
+@needs_native
+def test_reference_counts_are_kept():
+    make = native.adt_maker(AdtValue)
+    ctor, fields = "K" + str(id(object())), (object(),)
+    before = sys.getrefcount(ctor), sys.getrefcount(fields), sys.getrefcount(fields[0])
+    values = [make(ctor, fields) for _ in range(100)]
+    assert sys.getrefcount(ctor) == before[0] + 100
+    del values
+    assert (sys.getrefcount(ctor), sys.getrefcount(fields), sys.getrefcount(fields[0])) == before
+    payload = object()
+    count = sys.getrefcount(payload)
+    lst = make.list([payload] * 10)
+    items = make.items(lst)
+    del lst, items
+    assert sys.getrefcount(payload) == count
+
+
+@needs_native
+def test_what_it_cannot_do_raises_type_error():
+    make = native.adt_maker(AdtValue)
+    with pytest.raises(TypeError):
+        make()
+    with pytest.raises(TypeError):
+        make("A", (), 1)
+    with pytest.raises(TypeError):
+        make("A", fields=())
+    with pytest.raises(TypeError):
+        make("A", 5)  # fields not iterable
+    with pytest.raises(TypeError):
+        make.list(5)
+    with pytest.raises(TypeError, match="list value"):
+        make.items(5)
+    with pytest.raises(TypeError, match="list value"):
+        make.items(make("Cons", (1, 2)))  # the tail is not a value
+    with pytest.raises(TypeError, match="head, tail"):
+        make.items(make("Cons", (1,)))
+    # classes it cannot fill
+    mod = native.load()
+
+    class Dict:
+        pass
+
+    class OneSlot:
+        __slots__ = ("ctor",)
+
+    class Inherited(AdtValue):  # slots live on the base, not on this class
+        __slots__ = ()
+
+    for cls in (int, Dict, OneSlot, Inherited, tuple):
+        with pytest.raises(TypeError):
+            mod.adt_maker(cls)
+    with pytest.raises(TypeError):
+        mod.adt_maker(42)
+
+
+def test_runtime_maker_falls_back_to_python(monkeypatch):
+    monkeypatch.setattr(native, "adt_maker", lambda cls: None)
+    make = rt_values.adt_maker()
+    assert make is rt_values._PYTHON_MAKER
+    v = make("Cons", [1, make("Nil")])
+    assert type(v) is AdtValue and v.fields[0] == 1
+    assert make.items(make.list([1, 2, 3])) == [1, 2, 3]
+
+
+@pytest.mark.parametrize("name", ["birnn", "treelstm", "stackrnn", "mvrnn"])
+def test_models_give_the_same_values_with_the_python_maker(monkeypatch, name):
+    spec = load(name, "small")
+    prog = acrobat.compile(spec.module, spec.params)
+    xs = spec.instances(5, seed=3)
+    fast = acrobat.run(prog, xs, policy="acrobat", strategy="batched", trace_level="off")
+    monkeypatch.setattr(native, "adt_maker", lambda cls: None)
+    slow = acrobat.run(prog, xs, policy="acrobat", strategy="batched", trace_level="off")
+    assert values_equal(fast.outputs, slow.outputs)
+    assert values_equal(fast.outputs, [spec.reference(x) for x in xs], rtol=1e-4, atol=1e-5)
