@@ -63,6 +63,7 @@ def test_a_100000_long_list_is_built_read_and_freed_without_recursion():
     xs = list(range(100_000))
     lst = make.list(xs)
     assert make.items(lst) == xs
+
     class Probe:
         pass
 
