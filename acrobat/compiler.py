@@ -17,6 +17,7 @@ in the runtime's prepared :class:`~acrobat.runtime.run.Runtime`, never in the pr
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,7 @@ from acrobat.analysis.taint import TaintResult, taint, taint_classes
 from acrobat.codegen.cuda_kernels import CudaPlan, plan_kernel
 from acrobat.codegen.direct import DirectProgram, generate_direct
 from acrobat.codegen.host import HostProgram, generate_host
+from acrobat.codegen.host_c import generate_host_c
 from acrobat.ir import ops
 from acrobat.ir.nodes import Binding, Function, KernelCall, Let, Module, OpCall, ParamRef
 from acrobat.ir.traversal import walk
@@ -225,6 +227,15 @@ def compile(  # noqa: A001 - the public facade's name
     host = generate_host(
         out, result_taint.fiber_functions, max_static_depth + 1, options.independence
     )
+    # the same host program as C, built on the first run (None: it stays Python)
+    c_source = generate_host_c(
+        out,
+        result_taint.fiber_functions,
+        max_static_depth + 1,
+        options.independence,
+        host.weight_values,
+    )
+    host = dataclasses.replace(host, c_source=c_source)
     return CompiledProgram(
         module=out,
         kernels=kernels,

@@ -103,6 +103,8 @@ class HostProgram:
     fibers: frozenset[str]
     entry: str
     weight_values: tuple[str, ...] = ()  # weights the host program passes as values
+    # the same program as C (acrobat.codegen.host_c), None where it stays Python
+    c_source: str | None = None
 
 
 def v(name: str) -> str:

@@ -4,7 +4,9 @@ For one program and one batch of instances, :func:`check_program` runs
 ``acrobat.evaluate`` on each instance, then ``acrobat.compile`` + ``acrobat.run`` for every
 policy, for the default options and for each optimization switched off, on the numpy
 backend (values) and the null backend (shapes and launch counts), and once more with the
-direct strategy (each instance straight through, no batching). The contract:
+direct strategy (each instance straight through, no batching), and, where the program
+has one, with its compiled host program (:mod:`acrobat.codegen.host_c`) against the
+Python one (same values or errors, same DFG). The contract:
 
 * if every instance evaluates, every batched run succeeds with outputs equal to the
   reference within :data:`RTOL`/:data:`ATOL` (NaN equals NaN), and the null backend
@@ -29,6 +31,7 @@ import numpy as np
 import acrobat
 from acrobat.errors import AcrobatError, InstanceError
 from acrobat.passes.options import OPT_IN, OPTIMIZATIONS, CompileOptions
+from acrobat.runtime.run import prepare
 from acrobat.runtime.schedule import policy_names
 
 RTOL = 1e-3
@@ -142,6 +145,36 @@ def _run_one(
     return res, None
 
 
+def _check_host_c(prog, instances, refs, where: str) -> Failure | None:
+    """The compiled host program against the Python one: the acrobat policy's run with
+    each (the C one built now) must give the reference's values and errors and the same
+    DFG (nodes and launches). Nothing to check for a program that stays Python."""
+    if prog.host_program.c_source is None:
+        return None
+    runtime = prepare(prog, "numpy")
+    old = runtime.host_c_mode
+    try:
+        runtime.host_c_mode = "0"
+        py, fail = _run_one(prog, instances, refs, "acrobat", "numpy", where + " (python)")
+        if fail is not None:
+            return fail
+        runtime.host_c_mode = "1"
+        res, fail = _run_one(prog, instances, refs, "acrobat", "numpy", where)
+    finally:
+        runtime.host_c_mode = old
+    if fail is not None or py is None or res is None:
+        return fail  # both raised the reference's error (or the C run's failure)
+    code = res.stats.host_code
+    if code != "c" and "the c run stopped" not in code and "no C build" not in code:
+        return Failure("host-c", where, f"the C program did not run: {code}")
+    for key in ("nodes", "launches"):
+        if res.stats[key] != py.stats[key]:
+            return Failure(
+                "host-c", where, f"{key}: {res.stats[key]} with C, {py.stats[key]} with Python"
+            )
+    return None
+
+
 def check_program(
     source: str,
     instances: list,
@@ -151,9 +184,11 @@ def check_program(
     null_backend: bool = True,
     seed: int = 0,
     stop_at_first: bool = True,
+    host_c: bool = True,
 ) -> CheckResult:
     """Check one program on one batch under every policy and option set (see module doc);
-    ``policies`` defaults to every registered one."""
+    ``policies`` defaults to every registered one. ``host_c``: also run the compiled host
+    program (:mod:`acrobat.codegen.host_c`; default and opt-in option sets)."""
     t0 = time.perf_counter()
     result = CheckResult()
     try:
@@ -195,6 +230,13 @@ def check_program(
                 if stop_at_first:
                     result.seconds = time.perf_counter() - t0
                     return result
+        if host_c and (opt_name == "default" or opt_name in OPT_IN):
+            fail = _check_host_c(prog, instances, refs, f"c host program, {opt_name}")
+            result.runs += 1
+            if fail is not None:
+                result.failures.append(fail)
+                if stop_at_first:
+                    break
         where = f"direct, {opt_name}"
         _, fail = _run_one(prog, instances, refs, "acrobat", "numpy", where, "direct")
         result.runs += 1

@@ -94,7 +94,7 @@ def _target() -> Path:
     return cache_dir() / f"_acrobat_native-{key}{suffix}"
 
 
-def _compile(out: Path) -> None:
+def _compile(out: Path, sources=SOURCES, opt: str = "-O3") -> None:
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
     if not cc:
         raise OSError("no C compiler (cc/gcc) on PATH")
@@ -104,12 +104,12 @@ def _compile(out: Path) -> None:
     os.close(fd)
     cmd = [
         *cc.split(),
-        "-O3",
+        opt,
         "-shared",
         "-fPIC",
         "-pthread",
         f"-I{include}",
-        *(str(p) for p in SOURCES),
+        *(str(p) for p in sources),
         "-o",
         tmp,
     ]
@@ -123,12 +123,70 @@ def _compile(out: Path) -> None:
             os.unlink(tmp)
 
 
-def _import(path: Path):
-    loader = importlib.machinery.ExtensionFileLoader("_acrobat_native", str(path))
-    spec = importlib.util.spec_from_file_location("_acrobat_native", path, loader=loader)
+def _import(path: Path, name: str = "_acrobat_native"):
+    loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     mod = importlib.util.module_from_spec(spec)
     loader.exec_module(mod)
     return mod
+
+
+_extensions: dict[str, object] = {}
+
+
+def _extension_name(source: str) -> str:
+    key = hashlib.sha256(
+        source.encode()
+        + sys.version.encode()
+        + platform.machine().encode()
+        + sys.executable.encode()
+    ).hexdigest()[:20]
+    return f"_acrobat_gen_{key}"
+
+
+def extension_cached(source: str) -> bool:
+    """Whether :func:`build_extension` of ``source`` would only load (this process has
+    it, or the disk cache does)."""
+    name = _extension_name(source)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    return name in _extensions or (cache_dir() / f"{name}{suffix}").exists()
+
+
+def build_extension(source: str, placeholder: str = "@MODULE@"):
+    """A generated C extension module (e.g. a compiled host program,
+    :mod:`acrobat.codegen.host_c`), built like the native module: its name is
+    ``_acrobat_gen_<hash>`` (the hash of the source, the interpreter and the machine),
+    written over ``placeholder`` in ``source``; compiled with the host's C compiler into
+    :func:`cache_dir` unless already there, and imported. Returns ``(module, ms)``: what
+    building or loading cost this call (0 when this process had it already). Raises
+    ``OSError`` (no compiler, a failed build) or ``ImportError``; with
+    ``ACROBAT_NATIVE=0``, ``OSError`` too."""
+    if os.environ.get("ACROBAT_NATIVE", "1") == "0":
+        raise OSError("native code is off (ACROBAT_NATIVE=0)")
+    key = hashlib.sha256(
+        source.encode()
+        + sys.version.encode()
+        + platform.machine().encode()
+        + sys.executable.encode()
+    ).hexdigest()[:20]
+    name = f"_acrobat_gen_{key}"
+    with _lock:
+        mod = _extensions.get(name)
+        if mod is not None:
+            return mod, 0.0
+        t0 = time.perf_counter()
+        suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+        out = cache_dir() / f"{name}{suffix}"
+        if not out.exists():
+            src = cache_dir() / f"{name}.c"
+            src.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(suffix=".c", dir=src.parent)
+            with os.fdopen(fd, "w") as f:
+                f.write(source.replace(placeholder, name))
+            os.replace(tmp, src)
+            _compile(out, (src,), "-O2")
+        mod = _extensions[name] = _import(out, name)
+        return mod, (time.perf_counter() - t0) * 1e3
 
 
 def load():

@@ -38,6 +38,7 @@ FIELDS = (
     "threads",
     "jit_ms",
     "native",
+    "host_code",
 )
 
 

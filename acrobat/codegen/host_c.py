@@ -1,0 +1,1072 @@
+"""The host program as C: the same program as :mod:`acrobat.codegen.host`, compiled.
+
+The Python host program costs about 0.3 us per recorded node and per list cell: a
+Python call per IR function call, a tuple per record, an ``AdtValue`` per constructor
+(BiRNN small b64: ~3.7 ms of a ~12 ms run). This module emits the same program as a C
+extension module (built on first use by :func:`acrobat.native.build_extension`): each
+IR function a C function, records written as int64 rows into per-kernel buffers, ADT
+values made and matched through the class's slots directly.
+
+**Same program, same semantics.** Every host value stays the Python object the Python
+program would hold (ints, floats, bools, tuples, :class:`~acrobat.ir.values.AdtValue`),
+and host arithmetic is CPython's own (``PyNumber_Add``, ``PyObject_RichCompare``...), so
+results, rounding and errors are Python's. The emitted code follows :class:`_Gen` line by
+line: the depth conventions of :func:`~acrobat.codegen.host.depth_use`, hoisted and
+``LATE`` keys, ``parallel``/``map`` depths, phases, ghost ops, independence's depth
+variables, self tail calls as loops. Tests compare the two programs' records bit for bit.
+
+**What it leaves to Python.** Programs with fiber functions (tensor reads, spawns: the
+generator protocol of :mod:`acrobat.runtime.fibers`) and functions passed as values are
+not emitted (:func:`generate_host_c` returns None). At run time, *any* exception in the
+C program (a host failure, a value out of the int64 range, a recursion deeper than
+:data:`MAX_C_DEPTH` C frames, a self tail loop past its limit) abandons the C run: the
+runtime discards its records and runs the Python program from the start, which then
+raises its own typed error (or succeeds), so errors are exactly the Python program's.
+"""
+
+from __future__ import annotations
+
+import math
+
+from acrobat.analysis.independence import is_barrier, moves_depth
+from acrobat.codegen import ident
+from acrobat.codegen.host import (
+    _HOST_OPS,
+    LATE,
+    LOOP_LIMIT,
+    MOVES,
+    READS,
+    _read_only,
+    calls_itself_in_tail,
+    depth_use,
+)
+from acrobat.codegen.records import STRIDE
+from acrobat.ir.nodes import (
+    Const,
+    CtorCall,
+    Expr,
+    FnCall,
+    Function,
+    GlobalRef,
+    If,
+    KernelCall,
+    Let,
+    Map,
+    Match,
+    Module,
+    OpCall,
+    Parallel,
+    ParamRef,
+    Pattern,
+    PCtor,
+    Phase,
+    Proj,
+    PVar,
+    TupleExpr,
+    Var,
+)
+from acrobat.ir.traversal import var_names
+from acrobat.ir.types import FLOAT, TupleType
+
+MAX_C_DEPTH = 4000
+"""Nested calls of host functions the C program makes before it gives the run to the
+Python program (whose frames do not use the C stack): 4,000 frames of a few hundred
+bytes each stay far inside any thread's stack."""
+
+MODULE_PLACEHOLDER = "@MODULE@"
+
+_NUMBER_OPS = {
+    "h.add": "PyNumber_Add({0}, {1})",
+    "h.sub": "PyNumber_Subtract({0}, {1})",
+    "h.mul": "PyNumber_Multiply({0}, {1})",
+    "h.truediv": "PyNumber_TrueDivide({0}, {1})",
+    "h.floordiv": "PyNumber_FloorDivide({0}, {1})",
+    "h.mod": "PyNumber_Remainder({0}, {1})",
+    "h.pow": "PyNumber_Power({0}, {1}, Py_None)",
+    "h.lt": "PyObject_RichCompare({0}, {1}, Py_LT)",
+    "h.le": "PyObject_RichCompare({0}, {1}, Py_LE)",
+    "h.gt": "PyObject_RichCompare({0}, {1}, Py_GT)",
+    "h.ge": "PyObject_RichCompare({0}, {1}, Py_GE)",
+    "h.eq": "PyObject_RichCompare({0}, {1}, Py_EQ)",
+    "h.ne": "PyObject_RichCompare({0}, {1}, Py_NE)",
+    "h.and": "h_and({0}, {1})",
+    "h.or": "h_or({0}, {1})",
+    "h.neg": "PyNumber_Negative({0})",
+    "h.not": "h_not({0})",
+    "h.abs": "PyNumber_Absolute({0})",
+    "h.min": "h_min({0}, {1})",
+    "h.max": "h_max({0}, {1})",
+    "h.len": "h_len(st, {0})",
+}
+assert set(_NUMBER_OPS) == set(_HOST_OPS), "every host op needs its C form"
+
+
+class Unsupported(Exception):
+    """A construct the C host program does not emit: the program stays Python."""
+
+
+def _v(name: str) -> str:
+    return ident("v_", name)
+
+
+def _fn(name: str) -> str:
+    return ident("f_", name)
+
+
+def _c_string(s: str) -> str:
+    """A C string literal of ``s`` (UTF-8 bytes, every non-plain byte escaped)."""
+    out = []
+    for b in s.encode():
+        c = chr(b)
+        out.append(c if (c.isalnum() or c in "_ .-+") and b < 128 else f"\\{b:03o}")
+    return '"' + "".join(out) + '"'
+
+
+class _CGen:
+    def __init__(
+        self, m: Module, kernels: list[str], base: int, independence: bool, weights: tuple
+    ):
+        self.m, self.base, self.independence = m, base, independence
+        self.kid = {k: i for i, k in enumerate(kernels)}
+        self.widths = [3 + len(m.function_map[k].params) for k in kernels]
+        self.use = depth_use(m, frozenset())
+        self.consts: dict[tuple, int] = {}  # (type, repr) -> index in K[]
+        self.const_code: list[str] = []
+        self.ctors: dict[str, int] = {"Nil": 0, "Cons": 1}
+        self.weights = {name: i for i, name in enumerate(weights)}
+        self.lines: list[str] = []
+        self.tmp = 0
+        self.locals: set[str] = set()
+        self.depths: set[str] = set()
+        self.below: dict[str, frozenset[str]] = {}
+        self.current: Function | None = None
+        self.loops = False
+
+    # -- helpers -----------------------------------------------------------------------
+    def emit(self, ind: int, text: str) -> None:
+        self.lines.append("    " * ind + text)
+
+    def fresh(self) -> str:
+        self.tmp += 1
+        name = f"_t{self.tmp}"
+        self.locals.add(name)
+        return name
+
+    def const(self, value) -> str:
+        t = type(value)
+        if t is bool:
+            return "Py_True" if value else "Py_False"
+        if t is int:
+            key = ("int", str(value))
+            if -(1 << 63) < value < (1 << 63):
+                code = f"PyLong_FromLongLong({value}LL)"
+            else:
+                code = f'PyLong_FromString("{value}", NULL, 10)'
+        elif t is float:
+            if not math.isfinite(value):
+                raise Unsupported("a constant that is not finite")
+            key = ("float", value.hex())
+            code = f"PyFloat_FromDouble({value.hex()})"
+        else:
+            raise Unsupported(f"a constant of type {t.__name__}")
+        i = self.consts.get(key)
+        if i is None:
+            i = self.consts[key] = len(self.consts)
+            self.const_code.append(code)
+        return f"K[{i}]"
+
+    def ctor(self, name: str) -> str:
+        i = self.ctors.get(name)
+        if i is None:
+            i = self.ctors[name] = len(self.ctors)
+        return f"CT[{i}]"
+
+    def atom(self, e: Expr) -> str:
+        """A borrowed reference to the value of an atom."""
+        if isinstance(e, Var):
+            name = _v(e.name)
+            self.locals.add(name)
+            return name
+        if isinstance(e, Const):
+            return self.const(e.value)
+        if isinstance(e, ParamRef):
+            i = self.weights.get(e.name)
+            if i is None:  # the Python program's weights are those it uses: never here
+                raise Unsupported(f"weight {e.name!r} is not among the host program's")
+            return f"st->w[{i}]"
+        if isinstance(e, GlobalRef):
+            raise Unsupported("a function passed as a value")
+        raise Unsupported(f"not an atom: {type(e).__name__}")
+
+    def set(self, ind: int, target: str, expr: str) -> None:
+        """``target = expr`` where ``expr`` returns a new reference (NULL: an error)."""
+        self.locals.add(target)
+        self.emit(ind, f"SET({target}, {expr});")
+
+    def call_expr(self, name: str, args: list[str], depth: str) -> str:
+        use = self.use[name]
+        extra = [depth] if use == READS else ([f"&{depth}"] if use == MOVES else [])
+        return f"{_fn(name)}({', '.join(['st', *args, *extra])})"
+
+    def max_expr(self, names: list[str]) -> str:
+        out = names[0]
+        for n in names[1:]:
+            out = f"MAX64({out}, {n})"
+        return out
+
+    # -- functions ---------------------------------------------------------------------
+    def signature(self, f: Function) -> str:
+        params = [f"PyObject *p_{i}" for i in range(len(f.params))]
+        use = self.use[f.name]
+        if use == READS:
+            params.append("int64_t d")
+        elif use == MOVES:
+            params.append("int64_t *dp")
+        return f"static PyObject *{_fn(f.name)}({', '.join(['hs_t *st', *params])})"
+
+    def function(self, f: Function) -> list[str]:
+        self.lines, self.tmp, self.locals, self.depths = [], 0, set(), set()
+        self.below = {}
+        self.current = f
+        self.loops = calls_itself_in_tail(f)
+        self.read_only = _read_only(f.body) if self.independence else frozenset()
+        use = self.use[f.name]
+        params = [_v(p.name) for p in f.params]
+        self.locals.update(params)
+        if self.loops:
+            self.emit(1, "top:")
+            self.emit(1, f"if (++loops > {LOOP_LIMIT}L) {{")
+            self.emit(
+                2, 'PyErr_SetString(PyExc_RecursionError, "a self tail loop past its limit");'
+            )
+            self.emit(2, "goto error;")
+            self.emit(1, "}")
+        self.tail(f.body, 1)
+        body = self.lines
+        head = [self.signature(f) + " {", "    PyObject *ret = NULL;", "    long loops = 0;"]
+        head.append("    (void)loops;")
+        for name in sorted(self.locals - set(params)):
+            head.append(f"    PyObject *{name} = NULL;")
+        for i, name in enumerate(params):
+            head.append(f"    PyObject *{name} = p_{i};")
+            head.append(f"    Py_INCREF({name});")
+        if use == MOVES:
+            head.append("    int64_t d = *dp;")
+        if self.depths:
+            head.append(f"    int64_t {', '.join(sorted(self.depths))};")
+        head.append("    int64_t o;")
+        head.append("    (void)o;")
+        head.append("    if (++st->depth > MAX_C_DEPTH) {")
+        head.append('        PyErr_SetString(PyExc_RecursionError, "host program too deep for C");')
+        head.append("        goto error;")
+        head.append("    }")
+        tail = ["error:", "    ret = NULL;", "done:", "    st->depth--;"]
+        tail += [f"    Py_XDECREF({name});" for name in sorted(self.locals)]
+        tail += ["    return ret;", "}"]
+        self.current = None
+        return head + body + tail
+
+    def ret(self, ind: int, value: str) -> None:
+        """Return ``value`` (borrowed) from the function being generated."""
+        self.emit(ind, f"ret = {value};")
+        self.emit(ind, "Py_INCREF(ret);")
+        if self.use[self.current.name] == MOVES:
+            self.emit(ind, "*dp = d;")
+        self.emit(ind, "goto done;")
+
+    def tail(self, e: Expr, ind: int) -> None:
+        if isinstance(e, Let):
+            self.block(e, ind, lambda body: self.tail(body, ind))
+        elif isinstance(e, If):
+            self.branch(
+                e.cond, ind, lambda i: self.tail(e.then, i), lambda i: self.tail(e.orelse, i)
+            )
+        elif isinstance(e, Match):
+            self.match(e, ind, None)
+        else:
+            self.tail_value(e, ind)
+
+    def tail_value(self, e: Expr, ind: int) -> None:
+        if self.loops and isinstance(e, FnCall) and e.fn == self.current.name:
+            params = [_v(p.name) for p in self.current.params]
+            if params:
+                self.emit(ind, "{")
+                news = []
+                for j, a in enumerate(e.args):
+                    n = f"n{j}"
+                    self.emit(ind + 1, f"PyObject *{n} = {self.atom(a)};")
+                    self.emit(ind + 1, f"Py_INCREF({n});")
+                    news.append(n)
+                for p, n in zip(params, news):
+                    self.emit(ind + 1, f"Py_XSETREF({p}, {n});")
+                self.emit(ind, "}")
+            self.emit(ind, "goto top;")
+            return
+        r = self.fresh()
+        self.bind(r, e, ind)
+        self.ret(ind, r)
+
+    def branch(self, cond: Expr, ind: int, then, orelse) -> None:
+        self.emit(ind, "{")
+        self.emit(ind + 1, f"int c = PyObject_IsTrue({self.atom(cond)});")
+        self.emit(ind + 1, "if (c < 0) goto error;")
+        self.emit(ind + 1, "if (c) {")
+        then(ind + 2)
+        self.emit(ind + 1, "} else {")
+        orelse(ind + 2)
+        self.emit(ind + 1, "}")
+        self.emit(ind, "}")
+
+    def match(self, e: Match, ind: int, target: str | None) -> None:
+        s = self.atom(e.scrutinee)
+        clauses = list(e.clauses)
+
+        def clause(i: int, ind: int) -> None:
+            c = clauses[i]
+            tests, binds = self.pattern(c.pattern, s)
+
+            def body(ind: int) -> None:
+                for name, path in binds:
+                    self.set(ind, name, f"XNEW({path})")
+                if target is None:
+                    self.tail(c.body, ind)
+                else:
+                    self.bind(target, c.body, ind)
+
+            if i == len(clauses) - 1 or not tests:  # the last case needs no test
+                body(ind)
+                return
+            self.emit(ind, "{")
+            self.emit(ind + 1, "int m = 1;")
+            for path, ctor in tests:
+                self.emit(ind + 1, f"if (m) m = is_ctor(st, {path}, {self.ctor(ctor)});")
+                self.emit(ind + 1, "if (m < 0) goto error;")
+            self.emit(ind + 1, "if (m) {")
+            body(ind + 2)
+            self.emit(ind + 1, "} else {")
+            clause(i + 1, ind + 2)
+            self.emit(ind + 1, "}")
+            self.emit(ind, "}")
+
+        clause(0, ind)
+
+    def pattern(self, p: Pattern, s: str):
+        """``(tests, binds)``: ``(C path, ctor)`` checks in order (each path valid once
+        the tests before it hold) and ``(variable, C path)`` bindings."""
+        tests: list[tuple[str, str]] = []
+        binds: list[tuple[str, str]] = []
+
+        def go(p: Pattern, path: str) -> None:
+            if isinstance(p, PVar):
+                name = _v(p.var.name)
+                self.locals.add(name)
+                binds.append((name, path))
+            elif isinstance(p, PCtor):
+                tests.append((path, p.ctor))
+                for j, q in enumerate(p.fields):
+                    go(q, f"fld(st, {path}, {j})")
+            else:
+                raise Unsupported(f"pattern {type(p).__name__}")
+
+        go(p, s)
+        return tests, binds
+
+    # -- expressions -------------------------------------------------------------------
+    def bind(self, target: str, e: Expr, ind: int) -> None:
+        t = type(e)
+        if t in (Var, Const, ParamRef, GlobalRef):
+            self.set(ind, target, f"XNEW({self.atom(e)})")
+        elif t is KernelCall:
+            self.kernel_call(target, e, ind)
+        elif t is FnCall:
+            self.fn_call(target, e, ind)
+        elif t is OpCall:
+            self.op(target, e, ind)
+        elif t is CtorCall:
+            args = [self.atom(a) for a in e.args]
+            fields = (
+                f"PyTuple_Pack({len(args)}{''.join(', ' + a for a in args)})"
+                if args
+                else "NEWREF(EMPTY)"
+            )
+            self.set(ind, target, f"adt_new(st, {self.ctor(e.ctor)}, {fields})")
+        elif t is TupleExpr:
+            args = [self.atom(a) for a in e.fields]
+            code = (
+                f"PyTuple_Pack({len(args)}{''.join(', ' + a for a in args)})"
+                if args
+                else "NEWREF(EMPTY)"
+            )
+            self.set(ind, target, code)
+        elif t is Proj:
+            self.set(ind, target, f"PySequence_GetItem({self.atom(e.tup)}, {e.index})")
+        elif t is Parallel:
+            self.parallel(target, e, ind)
+        elif t is Map:
+            self.map(target, e, ind)
+        elif t is Phase:
+            self.emit(ind, f"d = (floordiv64(d, STRIDE) + 1) * STRIDE + {self.base};")
+            self.set(ind, target, "NEWREF(EMPTY)")
+        elif t is If:
+            self.branch(
+                e.cond,
+                ind,
+                lambda i: self.bind(target, e.then, i),
+                lambda i: self.bind(target, e.orelse, i),
+            )
+        elif t is Match:
+            self.match(e, ind, target)
+        elif t is Let:
+            self.block(e, ind, lambda body: self.bind(target, body, ind))
+        else:
+            raise Unsupported(f"host code for {t.__name__}")
+
+    def fn_call(self, target: str, e: FnCall, ind: int) -> None:
+        if e.fn not in self.use:
+            raise Unsupported(f"a call of {e.fn!r}")
+        args = [self.atom(a) for a in e.args]
+        self.set(ind, target, self.call_expr(e.fn, args, "d"))
+
+    def kernel_call(self, target: str, e: KernelCall, ind: int) -> None:
+        k = self.kid[e.kernel]
+        n_out = len(e.ty.fields) if isinstance(e.ty, TupleType) else 1
+        if e.depth is None and n_out == 1 and target in self.read_only:
+            key = f"d - floormod64(d, STRIDE) + {LATE}LL"
+        elif e.depth is None:
+            key = "d"
+        else:
+            key = f"d - floormod64(d, STRIDE) + {e.depth}LL"
+        kparams = self.m.function_map[e.kernel].params
+        width = self.widths[k]
+        self.emit(ind, "{")
+        self.emit(ind + 1, f"int64_t r[{width}];")
+        self.emit(ind + 1, f"o = st->nv; st->nv = o + {n_out};")
+        self.emit(ind + 1, f"r[0] = {key}; r[1] = o; r[2] = st->inst;")
+        for j, (a, p) in enumerate(zip(e.args, kparams)):
+            conv = "fbits" if p.ty == FLOAT else "as_i64"
+            self.emit(ind + 1, f"if ({conv}({self.atom(a)}, &r[{3 + j}]) < 0) goto error;")
+        self.emit(ind + 1, f"if (rec_row(st, {k}, {width}, r) < 0) goto error;")
+        self.emit(ind, "}")
+        if e.depth is None:
+            self.emit(ind, "d += 1;")
+        if n_out == 1:
+            self.set(ind, target, "PyLong_FromLongLong(o)")
+        else:
+            self.set(ind, target, f"ids_tuple(o, {n_out})")
+
+    def op(self, target: str, e: OpCall, ind: int) -> None:
+        if e.op in _NUMBER_OPS:
+            code = _NUMBER_OPS[e.op].format(*(self.atom(a) for a in e.args))
+            if e.op in ("h.min", "h.max") and e.ty == FLOAT:
+                code = f"to_float({code})"
+            self.set(ind, target, code)
+        elif e.op == "ghost":
+            self.emit(ind, f"d += {int(e.attr('count', 1))}LL;")
+            self.set(ind, target, "NEWREF(EMPTY)")
+        else:
+            raise Unsupported(f"op {e.op} in the host program")
+
+    def parallel(self, target: str, e: Parallel, ind: int) -> None:
+        self.emit(ind, "{")
+        ind += 1
+        if any(isinstance(c, FnCall) and self.use.get(c.fn) for c in e.calls):
+            self.emit(ind, "int64_t d0 = d;")
+        outs, ds = [], []
+        still = False
+        for j, c in enumerate(e.calls):
+            if not isinstance(c, FnCall) or c.fn not in self.use:
+                raise Unsupported("a parallel of something other than calls")
+            use = self.use[c.fn]
+            r = self.fresh()
+            args = [self.atom(a) for a in c.args]
+            if use == MOVES:
+                dd = f"dd{j}"
+                self.emit(ind, f"int64_t {dd} = d0;")
+                self.set(ind, r, self.call_expr(c.fn, args, dd))
+                ds.append(dd)
+            else:
+                self.set(ind, r, self.call_expr(c.fn, args, "d0"))
+                still = True
+            outs.append(r)
+        self.set(
+            ind,
+            target,
+            f"PyTuple_Pack({len(outs)}{''.join(', ' + o for o in outs)})"
+            if outs
+            else "NEWREF(EMPTY)",
+        )
+        if still and ds:
+            ds.append("d0")
+        if ds:
+            self.emit(ind, f"d = {self.max_expr(ds)};")
+        self.emit(ind - 1, "}")
+
+    def map(self, target: str, e: Map, ind: int) -> None:
+        if e.fn not in self.use:
+            raise Unsupported(f"a map of {e.fn!r}")
+        use = self.use[e.fn]
+        extra = [self.atom(a) for a in e.extra]
+        items, res = self.fresh(), self.fresh()
+        self.set(ind, items, f"to_list(st, {self.atom(e.xs)})")
+        self.set(ind, res, f"PyList_New(PyList_GET_SIZE({items}))")
+        self.emit(ind, "{")
+        if use == MOVES:
+            self.emit(ind + 1, "int64_t dmax = d;")
+        self.emit(ind + 1, f"for (Py_ssize_t i = 0; i < PyList_GET_SIZE({items}); i++) {{")
+        if use:
+            self.emit(ind + 2, "int64_t di = d;")
+        call = self.call_expr(e.fn, [f"PyList_GET_ITEM({items}, i)", *extra], "di")
+        self.emit(ind + 2, f"PyObject *y = {call};")
+        self.emit(ind + 2, "if (y == NULL) goto error;")
+        self.emit(ind + 2, f"PyList_SET_ITEM({res}, i, y);")
+        if use == MOVES:
+            self.emit(ind + 2, "if (di > dmax) dmax = di;")
+        self.emit(ind + 1, "}")
+        if use == MOVES:
+            self.emit(ind + 1, "d = dmax;")
+        self.emit(ind, "}")
+        self.set(ind, target, f"from_list(st, {res})")
+
+    # -- blocks (independence: see acrobat.codegen.host._Gen.block) -----------------------
+    def block(self, e: Let, ind: int, finish) -> None:
+        moves = self.use[self.current.name] == MOVES
+        if not self.independence or not moves:
+            for b in e.bindings:
+                self.bind(_v(b.var.name), b.value, ind)
+            finish(e.body)
+            return
+        entry = self.depth_var(ind, frozenset())
+        ready: dict[str, frozenset[str]] = {}
+        front = frozenset({entry})
+        now = front
+        fibers: frozenset[str] = frozenset()
+        for b in e.bindings:
+            target, value = _v(b.var.name), b.value
+            if is_barrier(value, fibers):
+                now = self.set_depth(front, now, ind)
+                self.bind(target, value, ind)
+                entry = self.depth_var(ind, frozenset())
+                ready, front = {}, frozenset({entry})
+                now = front
+                continue
+            deps = frozenset().union(*(ready[n] for n in var_names(value) if n in ready))
+            deps = self.prune(deps or frozenset({entry}))
+            if moves_depth(value):
+                now = self.set_depth(deps, now, ind)
+                self.bind(target, value, ind)
+                dv = self.depth_var(ind, deps)
+                ready[b.var.name] = frozenset({dv})
+                front = self.prune(front | {dv})
+                now = frozenset({dv})
+            else:
+                self.bind(target, value, ind)
+                ready[b.var.name] = deps
+        self.set_depth(front, now, ind)
+        finish(e.body)
+
+    def depth_var(self, ind: int, below: frozenset[str]) -> str:
+        self.tmp += 1
+        name = f"_d{self.tmp}"
+        self.depths.add(name)
+        self.below[name] = frozenset().union(below, *(self.below[b] for b in below))
+        self.emit(ind, f"{name} = d;")
+        return name
+
+    def prune(self, deps: frozenset[str]) -> frozenset[str]:
+        if len(deps) < 2:
+            return deps
+        return frozenset(x for x in deps if not any(x in self.below[y] for y in deps if y != x))
+
+    def set_depth(self, deps: frozenset[str], now: frozenset[str], ind: int) -> frozenset[str]:
+        deps = self.prune(deps)
+        if deps != now:
+            names = sorted(deps, key=lambda x: int(x[2:]))
+            self.emit(ind, f"d = {self.max_expr(names)};")
+        return deps
+
+
+_PRELUDE = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+
+#define STRIDE ((int64_t)@STRIDE@LL)
+#define MAX_C_DEPTH @MAX_C_DEPTH@
+#define MAX64(a, b) ((a) > (b) ? (a) : (b))
+#define NEWREF(x) (Py_INCREF(x), (x))
+static inline PyObject *XNEW(PyObject *x) {
+    Py_XINCREF(x);
+    return x;
+}
+#define SET(var, expr)                    \
+    do {                                  \
+        PyObject *set_new_ = (expr);      \
+        if (set_new_ == NULL)             \
+            goto error;                   \
+        Py_XSETREF(var, set_new_);        \
+    } while (0)
+
+#define N_KERNELS @N_KERNELS@
+#define N_CONSTS @N_CONSTS@
+#define N_CTORS @N_CTORS@
+
+typedef struct {
+    int64_t *data;
+    Py_ssize_t len, cap;
+} rbuf_t;
+
+typedef struct {
+    PyObject_HEAD
+    int64_t nv, inst;
+    int depth;
+    PyTypeObject *adt;
+    Py_ssize_t off_ctor, off_fields;
+    PyObject *weights; /* the tuple of weight value ids */
+    PyObject **w;      /* its items */
+    rbuf_t rec[N_KERNELS > 0 ? N_KERNELS : 1];
+} hs_t;
+
+static PyObject *K[N_CONSTS > 0 ? N_CONSTS : 1];
+static PyObject *CT[N_CTORS];
+static PyObject *EMPTY;
+static const int WIDTHS[N_KERNELS > 0 ? N_KERNELS : 1] = {@WIDTHS@};
+
+#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+static inline int64_t floormod64(int64_t a, int64_t b) {
+    int64_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+static inline int64_t floordiv64(int64_t a, int64_t b) { return (a - floormod64(a, b)) / b; }
+
+static int rec_row(hs_t *st, int k, int width, const int64_t *row) {
+    rbuf_t *b = &st->rec[k];
+    if (b->len + width > b->cap) {
+        Py_ssize_t cap = b->cap ? 2 * b->cap : 1024;
+        while (cap < b->len + width)
+            cap *= 2;
+        int64_t *data = PyMem_Realloc(b->data, (size_t)cap * sizeof(int64_t));
+        if (data == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->data = data;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, row, (size_t)width * sizeof(int64_t));
+    b->len += width;
+    return 0;
+}
+
+static int as_i64(PyObject *v, int64_t *out) {
+    if (!PyLong_Check(v)) {
+        PyErr_SetString(PyExc_TypeError, "a record argument that is not an int");
+        return -1;
+    }
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow) {
+        PyErr_SetString(PyExc_OverflowError, "a host int out of the int64 range");
+        return -1;
+    }
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    *out = (int64_t)x;
+    return 0;
+}
+
+static int fbits(PyObject *v, int64_t *out) {
+    double x = PyFloat_AsDouble(v);
+    if (x == -1.0 && PyErr_Occurred())
+        return -1;
+    memcpy(out, &x, sizeof x);
+    return 0;
+}
+
+static PyObject *ids_tuple(int64_t o, int n) {
+    PyObject *t = PyTuple_New(n);
+    if (t == NULL)
+        return NULL;
+    for (int j = 0; j < n; j++) {
+        PyObject *x = PyLong_FromLongLong(o + j);
+        if (x == NULL) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, j, x);
+    }
+    return t;
+}
+
+/* a new ADT value of ctor with fields (a new reference, stolen) */
+static PyObject *adt_new(hs_t *st, PyObject *ctor, PyObject *fields) {
+    if (fields == NULL)
+        return NULL;
+    PyObject *obj = st->adt->tp_alloc(st->adt, 0);
+    if (obj == NULL) {
+        Py_DECREF(fields);
+        return NULL;
+    }
+    Py_INCREF(ctor);
+    SLOT(obj, st->off_ctor) = ctor;
+    SLOT(obj, st->off_fields) = fields;
+    return obj;
+}
+
+/* 1 if v is an ADT value of constructor ctor, 0 if of another, -1 (error) if no ADT value */
+static int is_ctor(hs_t *st, PyObject *v, PyObject *ctor) {
+    if (v == NULL)
+        return -1;
+    if (Py_TYPE(v) != st->adt) {
+        PyErr_SetString(PyExc_TypeError, "a match of a value that is no ADT value");
+        return -1;
+    }
+    PyObject *c = SLOT(v, st->off_ctor);
+    if (c == ctor)
+        return 1;
+    if (c == NULL) {
+        PyErr_SetString(PyExc_TypeError, "an ADT value without its constructor");
+        return -1;
+    }
+    /* two interned strings are equal only if they are one object (ctor names in the
+       generated code and in Python literals are interned) */
+    if (PyUnicode_CheckExact(c) && PyUnicode_CHECK_INTERNED(c) && PyUnicode_CHECK_INTERNED(ctor))
+        return 0;
+    return PyObject_RichCompareBool(c, ctor, Py_EQ);
+}
+
+/* field j of ADT value v (borrowed), or NULL with an error */
+static PyObject *fld(hs_t *st, PyObject *v, Py_ssize_t j) {
+    if (v == NULL)
+        return NULL;
+    if (Py_TYPE(v) != st->adt) {
+        PyErr_SetString(PyExc_TypeError, "a field of a value that is no ADT value");
+        return NULL;
+    }
+    PyObject *f = SLOT(v, st->off_fields);
+    if (f == NULL || !PyTuple_Check(f) || PyTuple_GET_SIZE(f) <= j) {
+        PyErr_SetString(PyExc_TypeError, "an ADT value without that field");
+        return NULL;
+    }
+    return PyTuple_GET_ITEM(f, j);
+}
+
+/* the elements of a Cons/Nil list, as a new Python list */
+static PyObject *to_list(hs_t *st, PyObject *v) {
+    PyObject *out = PyList_New(0);
+    if (out == NULL)
+        return NULL;
+    for (;;) {
+        int c = is_ctor(st, v, CT[1]);
+        if (c < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (!c)
+            return out;
+        PyObject *head = fld(st, v, 0), *rest = fld(st, v, 1);
+        if (head == NULL || rest == NULL || PyList_Append(out, head) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        v = rest;
+    }
+}
+
+/* Cons(items[0], ... Nil()) of a Python list */
+static PyObject *from_list(hs_t *st, PyObject *items) {
+    PyObject *out = adt_new(st, CT[0], NEWREF(EMPTY));
+    for (Py_ssize_t i = PyList_GET_SIZE(items) - 1; out != NULL && i >= 0; i--) {
+        PyObject *pair = PyTuple_Pack(2, PyList_GET_ITEM(items, i), out);
+        Py_DECREF(out);
+        out = adt_new(st, CT[1], pair);
+    }
+    return out;
+}
+
+static PyObject *h_len(hs_t *st, PyObject *v) {
+    Py_ssize_t n = 0;
+    for (;;) {
+        int c = is_ctor(st, v, CT[1]);
+        if (c < 0)
+            return NULL;
+        if (!c)
+            return PyLong_FromSsize_t(n);
+        v = fld(st, v, 1);
+        n++;
+    }
+}
+
+static PyObject *h_and(PyObject *a, PyObject *b) {
+    int t = PyObject_IsTrue(a);
+    if (t < 0)
+        return NULL;
+    return NEWREF(t ? b : a);
+}
+
+static PyObject *h_or(PyObject *a, PyObject *b) {
+    int t = PyObject_IsTrue(a);
+    if (t < 0)
+        return NULL;
+    return NEWREF(t ? a : b);
+}
+
+static PyObject *h_not(PyObject *a) {
+    int t = PyObject_IsTrue(a);
+    if (t < 0)
+        return NULL;
+    return NEWREF(t ? Py_False : Py_True);
+}
+
+/* min(a, b) / max(a, b) as Python's builtins: the first of equal items */
+static PyObject *h_min(PyObject *a, PyObject *b) {
+    int lt = PyObject_RichCompareBool(b, a, Py_LT);
+    if (lt < 0)
+        return NULL;
+    return NEWREF(lt ? b : a);
+}
+
+static PyObject *h_max(PyObject *a, PyObject *b) {
+    int gt = PyObject_RichCompareBool(b, a, Py_GT);
+    if (gt < 0)
+        return NULL;
+    return NEWREF(gt ? b : a);
+}
+
+/* float(x) of a new reference x (stolen) */
+static PyObject *to_float(PyObject *x) {
+    if (x == NULL)
+        return NULL;
+    PyObject *f = PyNumber_Float(x);
+    Py_DECREF(x);
+    return f;
+}
+"""
+
+_EPILOGUE = r"""
+static PyObject *hs_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    hs_t *st = (hs_t *)self;
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "start(i, first_value=None)");
+        return NULL;
+    }
+    int64_t i = PyLong_AsLongLong(args[0]);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    st->inst = i;
+    if (nargs == 2 && args[1] != Py_None) {
+        int64_t nv = PyLong_AsLongLong(args[1]);
+        if (nv == -1 && PyErr_Occurred())
+            return NULL;
+        st->nv = nv;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *hs_next_value(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return PyLong_FromLongLong(((hs_t *)self)->nv);
+}
+
+/* records(k) -> bytearray: kernel k's rows (int64, native order) recorded so far */
+static PyObject *hs_records(PyObject *self, PyObject *arg) {
+    hs_t *st = (hs_t *)self;
+    Py_ssize_t k = PyLong_AsSsize_t(arg);
+    if (k == -1 && PyErr_Occurred())
+        return NULL;
+    if (k < 0 || k >= N_KERNELS) {
+        PyErr_SetString(PyExc_IndexError, "no such kernel");
+        return NULL;
+    }
+    return PyByteArray_FromStringAndSize((const char *)st->rec[k].data,
+                                         st->rec[k].len * (Py_ssize_t)sizeof(int64_t));
+}
+
+static PyObject *hs_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    hs_t *st = (hs_t *)self;
+    if (nargs != @N_PARAMS@ + 1) {
+        PyErr_SetString(PyExc_TypeError, "entry(*arguments, depth)");
+        return NULL;
+    }
+    int64_t d = PyLong_AsLongLong(args[nargs - 1]);
+    if (d == -1 && PyErr_Occurred())
+        return NULL;
+    st->depth = 0;
+    PyObject *r = @ENTRY@(st@ENTRY_ARGS@, &d);
+    if (r == NULL)
+        return NULL;
+    PyObject *dd = PyLong_FromLongLong(d);
+    if (dd == NULL) {
+        Py_DECREF(r);
+        return NULL;
+    }
+    PyObject *out = PyTuple_Pack(2, r, dd);
+    Py_DECREF(r);
+    Py_DECREF(dd);
+    return out;
+}
+
+static void hs_dealloc(PyObject *self) {
+    hs_t *st = (hs_t *)self;
+    for (int k = 0; k < N_KERNELS; k++)
+        PyMem_Free(st->rec[k].data);
+    Py_XDECREF(st->adt);
+    Py_XDECREF(st->weights);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyMethodDef hs_methods[] = {
+    {"start", (PyCFunction)(void (*)(void))hs_start, METH_FASTCALL,
+     "start(i, first_value=None): the instance number and the next free value id"},
+    {"next_value", hs_next_value, METH_NOARGS, "the next free value id"},
+    {"records", hs_records, METH_O, "records(k): kernel k's rows so far, int64"},
+    {"entry", (PyCFunction)(void (*)(void))hs_entry, METH_FASTCALL,
+     "entry(*arguments, depth) -> (result, depth): one instance's host program"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject hs_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "@MODULE@.HostRun",
+    .tp_basicsize = sizeof(hs_t),
+    .tp_dealloc = hs_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "one run's host program state: records, next value id, instance",
+    .tp_methods = hs_methods,
+};
+
+static Py_ssize_t slot_offset(PyTypeObject *cls, const char *name) {
+    PyObject *d = PyDict_GetItemString(cls->tp_dict, name);
+    if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        PyErr_Format(PyExc_TypeError, "%.100s has no slot %s", cls->tp_name, name);
+        return -1;
+    }
+    PyMemberDef *def = ((PyMemberDescrObject *)d)->d_member;
+    if (def->type != T_OBJECT_EX || def->offset < (Py_ssize_t)sizeof(PyObject) ||
+        def->offset + (Py_ssize_t)sizeof(PyObject *) > cls->tp_basicsize) {
+        PyErr_Format(PyExc_TypeError, "%.100s's slot %s is not an object slot", cls->tp_name,
+                     name);
+        return -1;
+    }
+    return def->offset;
+}
+
+/* make(adt_class, weights) -> HostRun: weights, the value ids of the weights the program
+   passes as values, in the order of HostProgram.weight_values */
+static PyObject *hs_make(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2 || !PyType_Check(args[0]) || !PyTuple_Check(args[1]) ||
+        PyTuple_GET_SIZE(args[1]) != @N_WEIGHTS@) {
+        PyErr_SetString(PyExc_TypeError, "make(adt_class, weights: tuple of @N_WEIGHTS@)");
+        return NULL;
+    }
+    PyTypeObject *cls = (PyTypeObject *)args[0];
+    if (cls->tp_itemsize != 0 || cls->tp_dictoffset != 0 || cls->tp_alloc == NULL) {
+        PyErr_SetString(PyExc_TypeError, "not a class of fixed slots");
+        return NULL;
+    }
+    Py_ssize_t oc = slot_offset(cls, "ctor"), of;
+    if (oc < 0 || (of = slot_offset(cls, "fields")) < 0)
+        return NULL;
+    hs_t *st = PyObject_New(hs_t, &hs_type);
+    if (st == NULL)
+        return NULL;
+    st->nv = 0;
+    st->inst = 0;
+    st->depth = 0;
+    Py_INCREF(cls);
+    st->adt = cls;
+    st->off_ctor = oc;
+    st->off_fields = of;
+    Py_INCREF(args[1]);
+    st->weights = args[1];
+    st->w = ((PyTupleObject *)args[1])->ob_item;
+    memset(st->rec, 0, sizeof st->rec);
+    return (PyObject *)st;
+}
+
+static PyMethodDef module_methods[] = {
+    {"make", (PyCFunction)(void (*)(void))hs_make, METH_FASTCALL,
+     "make(adt_class, weights) -> HostRun"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "@MODULE@",
+                                        "a host program of acrobat, compiled", -1,
+                                        module_methods};
+
+PyMODINIT_FUNC PyInit_@MODULE@(void) {
+    if (PyType_Ready(&hs_type) < 0)
+        return NULL;
+    EMPTY = PyTuple_New(0);
+    if (EMPTY == NULL)
+        return NULL;
+@INIT@
+    return PyModule_Create(&module_def);
+}
+"""
+
+
+def generate_host_c(
+    m: Module,
+    fibers: frozenset[str],
+    base: int,
+    independence: bool = False,
+    weights: tuple[str, ...] = (),
+) -> str | None:
+    """C source of the host program :func:`~acrobat.codegen.host.generate_host` makes for
+    the same arguments (its module name is :data:`MODULE_PLACEHOLDER`, set when it is
+    built), or None when the program has fiber functions or a construct the C program
+    does not emit. ``weights``: the Python program's ``HostProgram.weight_values``; the
+    C program's ``make(adt_class, ids)`` takes their value ids in that order."""
+    if fibers:
+        return None
+    kernels = [f.name for f in m.functions if f.is_kernel]
+    g = _CGen(m, kernels, base, independence, weights)
+    fns = [f for f in m.functions if not f.is_kernel]
+    try:
+        bodies = [g.function(f) for f in fns]
+    except (Unsupported, NotImplementedError, KeyError):
+        return None
+    entry = m.function_map[m.entry]
+    if g.use.get(m.entry) != MOVES:
+        return None
+    protos = [g.signature(f) + ";" for f in fns]
+    code = "\n".join(line for body in bodies for line in body)
+    init = []
+    for i, c in enumerate(g.const_code):
+        init.append(f"    if ((K[{i}] = {c}) == NULL) return NULL;")
+    for name, i in g.ctors.items():
+        init.append(
+            f"    if ((CT[{i}] = PyUnicode_InternFromString({_c_string(name)})) == NULL) return NULL;"
+        )
+    prelude = (
+        _PRELUDE.replace("@STRIDE@", str(STRIDE))
+        .replace("@MAX_C_DEPTH@", str(MAX_C_DEPTH))
+        .replace("@N_KERNELS@", str(len(kernels)))
+        .replace("@N_CONSTS@", str(len(g.consts)))
+        .replace("@N_CTORS@", str(len(g.ctors)))
+        .replace("@WIDTHS@", ", ".join(map(str, g.widths)) or "0")
+    )
+    epilogue = (
+        _EPILOGUE.replace("@N_PARAMS@", str(len(entry.params)))
+        .replace("@ENTRY@", _fn(m.entry))
+        .replace("@ENTRY_ARGS@", "".join(f", args[{i}]" for i in range(len(entry.params))))
+        .replace("@N_WEIGHTS@", str(len(weights)))
+        .replace("@INIT@", "\n".join(init))
+    )
+    return "\n".join(
+        [
+            "/* acrobat's host program, compiled (acrobat/codegen/host_c.py generated it) */",
+            prelude,
+            *protos,
+            "",
+            code,
+            epilogue,
+        ]
+    )
+
+
+__all__ = ["MAX_C_DEPTH", "MODULE_PLACEHOLDER", "Unsupported", "generate_host_c"]

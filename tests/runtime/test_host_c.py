@@ -1,0 +1,254 @@
+"""The compiled host program (acrobat/codegen/host_c.py) against the Python one.
+
+The C program must record exactly the Python program's rows (every kernel, bit for bit),
+return the same results and the same next value id, on every model, option set and saved
+fuzz case; anything it cannot do (a recursion too deep for C, a host failure, an int past
+int64) must leave the run to the Python program, so that values and typed errors are the
+Python program's; and the runtime must say which program ran (``RunStats.host_code``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import acrobat
+from acrobat import native
+from acrobat.codegen.host_c import MAX_C_DEPTH, generate_host_c
+from acrobat.errors import InstanceError
+from acrobat.fuzz.cases import load as load_case
+from acrobat.ir.values import AdtValue, from_list, values_equal
+from acrobat.models import MODEL_NAMES, VARIANTS, load
+from acrobat.passes.options import OPT_IN, OPTIMIZATIONS
+from acrobat.runtime import run as run_mod
+from acrobat.runtime.run import _RunState, prepare
+
+needs_native = pytest.mark.skipif(
+    native.load() is None, reason=f"no C compiler here: {native.status()}"
+)
+CASES = sorted((Path(__file__).parents[1] / "fuzz" / "cases").glob("*.json"))
+
+
+def both_programs(prog, xs):
+    """``(python, c)``, each ``(raw results, records per kernel, next value id)``, of the
+    host program run on ``xs`` after the same upload."""
+    rt = prepare(prog)
+    mod, _ = native.build_extension(prog.host_program.c_source)
+    out = []
+    for use_c in (False, True):
+        st = _RunState(rt, "acrobat", "off")
+        rt.begin(st, None)
+        args, first = rt.upload(st, xs)
+        if use_c:
+            weights = tuple(st.weights[n] for n in prog.host_program.weight_values)
+            hs = mod.make(AdtValue, weights)
+            hs.start(0, first)
+            raw = []
+            for i, a in enumerate(args):
+                hs.start(i)
+                raw.append(hs.entry(*a, rt.base))
+            recs = [np.frombuffer(hs.records(k), np.int64) for k in range(len(st.lists))]
+            out.append((raw, recs, hs.next_value()))
+        else:
+            st.start(0, first)
+            raw = []
+            for i, a in enumerate(args):
+                st.start(i)
+                raw.append(st.entry(*a, rt.base))
+            recs = [np.array(lst, np.int64) for lst in st.lists]
+            out.append((raw, recs, st.next_value()))
+    return out
+
+
+def assert_same_program(prog, xs):
+    (raw_py, recs_py, nv_py), (raw_c, recs_c, nv_c) = both_programs(prog, xs)
+    assert nv_c == nv_py
+    assert len(recs_c) == len(recs_py)
+    for k, (a, b) in enumerate(zip(recs_py, recs_c)):
+        assert a.dtype == b.dtype and np.array_equal(a, b), f"kernel {k} records differ"
+    assert values_equal(raw_py, raw_c)
+    assert sum(len(r) for r in recs_py) > 0
+
+
+@needs_native
+@pytest.mark.parametrize("name", [*MODEL_NAMES, *VARIANTS])
+def test_every_model_records_the_same_rows_in_c(name):
+    spec = load(name, "small")
+    prog = acrobat.compile(spec.module, spec.params)
+    if prog.taint.fiber_functions:  # tensor reads: the generator protocol stays Python
+        assert prog.host_program.c_source is None
+        return
+    assert prog.host_program.c_source is not None
+    assert_same_program(prog, spec.instances(6, seed=2))
+
+
+OPTION_SETS = [acrobat.CompileOptions().without(o) for o in OPTIMIZATIONS] + [
+    acrobat.CompileOptions().with_(o) for o in OPT_IN
+]
+
+
+@needs_native
+@pytest.mark.parametrize("name", ["birnn", "treelstm", "nestedrnn"])
+@pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: str(o)[:60])
+def test_option_sets_record_the_same_rows_in_c(name, options):
+    spec = load(name, "small")
+    prog = acrobat.compile(spec.module, spec.params, options)
+    if prog.host_program.c_source is None:
+        assert prog.taint.fiber_functions
+        return
+    assert_same_program(prog, spec.instances(4, seed=5))
+
+
+@needs_native
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_saved_fuzz_cases_record_the_same_rows_in_c(path):
+    case = load_case(path)
+    module = acrobat.parse(case.source)
+    params = acrobat.init_params(module, 0)
+    prog = acrobat.compile(module, params)
+    if prog.host_program.c_source is None:  # tensor reads: its host program stays Python
+        assert prog.taint.fiber_functions
+        return
+    try:
+        expected = both_programs(prog, case.instances)
+    except Exception:  # noqa: BLE001 - an instance that fails: the run-level test covers it
+        return
+    (raw_py, recs_py, nv_py), (raw_c, recs_c, nv_c) = expected
+    assert nv_c == nv_py and values_equal(raw_py, raw_c)
+    assert all(np.array_equal(a, b) for a, b in zip(recs_py, recs_c))
+
+
+def run(prog, xs, mode):
+    rt = prepare(prog)
+    old = rt.host_c_mode
+    rt.host_c_mode = mode
+    try:
+        return acrobat.run(prog, xs, policy="acrobat", strategy="batched", trace_level="off")
+    finally:
+        rt.host_c_mode = old
+
+
+@needs_native
+def test_the_runtime_says_which_program_ran_and_both_give_the_same_values():
+    spec = load("birnn", "small")
+    prog = acrobat.compile(spec.module, spec.params)
+    xs = spec.instances(5, seed=1)
+    py, c = run(prog, xs, "0"), run(prog, xs, "1")
+    assert py.stats.host_code == "python (ACROBAT_HOST_C=0)"
+    assert c.stats.host_code == "c"
+    assert values_equal(py.outputs, c.outputs)
+    assert (c.stats.nodes, c.stats.launches) == (py.stats.nodes, py.stats.launches)
+    traced = acrobat.run(prog, xs, policy="acrobat", strategy="batched", trace_level="nodes")
+    assert traced.stats.host_code == "c" and values_equal(traced.outputs, py.outputs)
+    assert run(prog, xs, "0").stats.host_code.startswith("python")  # switched off again
+
+
+def test_fiber_programs_stay_python():
+    spec = load("drnn", "small")
+    prog = acrobat.compile(spec.module, spec.params)
+    assert prog.host_program.c_source is None
+    res = run(prog, spec.instances(3, seed=0), "1")
+    assert res.stats.host_code == "python (fiber functions)"
+
+
+@needs_native
+def test_auto_builds_only_once_the_python_program_has_cost_enough(monkeypatch, tmp_path):
+    monkeypatch.setenv("ACROBAT_CACHE_DIR", str(tmp_path))  # nothing cached yet
+    monkeypatch.delenv("ACROBAT_HOST_C", raising=False)
+    spec = load("treelstm", "small")
+    prog = acrobat.compile(spec.module, spec.params)
+    xs = spec.instances(3, seed=0)
+    monkeypatch.setattr(native, "_extensions", {})
+    monkeypatch.setattr(run_mod, "HOST_C_AFTER_MS", 1e9)
+    first = run(prog, xs, None)
+    assert first.stats.host_code.startswith("python (C build waits")
+    monkeypatch.setattr(run_mod, "HOST_C_AFTER_MS", 0.0)
+    second = run(prog, xs, None)
+    assert second.stats.host_code == "c"
+    assert second.stats.jit_ms >= prepare(prog).host_c_ms > 0
+    assert values_equal(first.outputs, second.outputs)
+
+
+@needs_native
+def test_a_failed_build_leaves_the_python_program(monkeypatch):
+    spec = load("treelstm", "small")
+    prog = acrobat.compile(spec.module, spec.params)
+
+    def no_compiler(source, placeholder="@MODULE@"):
+        raise OSError("no C compiler (cc/gcc) on PATH")
+
+    monkeypatch.setattr(native, "build_extension", no_compiler)
+    res = run(prog, spec.instances(3, seed=0), "1")
+    assert res.stats.host_code == "python (no C build: no C compiler (cc/gcc) on PATH)"
+    expected = [spec.evaluate(x) for x in spec.instances(3, seed=0)]
+    assert values_equal(res.outputs, expected, rtol=1e-4, atol=1e-5)
+
+
+@needs_native
+def test_a_recursion_too_deep_for_c_runs_in_python():
+    spec = load("birnn", "small")
+    prog = acrobat.compile(spec.module, spec.params)
+    long = from_list([i % 50 for i in range(MAX_C_DEPTH + 500)])
+    xs = [spec.instances(1, seed=0)[0], long]
+    c, py = run(prog, xs, "1"), run(prog, xs, "0")
+    assert "RecursionError" in c.stats.host_code and "the python program ran" in c.stats.host_code
+    assert values_equal(c.outputs, py.outputs)
+
+
+FAILING = """H = Size("H", 2)
+V = Size("V", 5)
+W: Param[V, H]
+
+def main(x: Tensor[H], n: int) -> Tensor[H]:
+    if 10 // n < 20:
+        return tanh(x) + embed(W, n)
+    return x
+"""
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "bad, message",
+    [(0, "division or modulo by zero"), (2**70, "does not fit in 64 bits")],
+)
+def test_errors_are_the_python_programs(bad, message):
+    module = acrobat.parse(FAILING)
+    prog = acrobat.compile(module, acrobat.init_params(module))
+    assert prog.host_program.c_source is not None
+    xs = [(np.ones(2, np.float32), 1), (np.ones(2, np.float32), bad)]
+    errors = []
+    for mode in ("0", "1"):
+        with pytest.raises(InstanceError) as info:
+            run(prog, xs, mode)
+        errors.append((info.value.index, str(info.value)))
+    assert errors[0] == errors[1] and errors[0][0] == 1 and message in errors[0][1]
+    ok = run(prog, xs[:1], "1")
+    assert ok.stats.host_code == "c"
+
+
+@needs_native
+def test_the_module_refuses_bad_calls():
+    spec = load("treelstm", "small")
+    prog = acrobat.compile(spec.module, spec.params)
+    mod, _ = native.build_extension(prog.host_program.c_source)
+    with pytest.raises(TypeError):
+        mod.make(int, ())
+    with pytest.raises(TypeError):
+        mod.make(AdtValue, (1, 2, 3))  # not the program's weights
+    hs = mod.make(AdtValue, tuple(range(len(prog.host_program.weight_values))))
+    with pytest.raises(TypeError):
+        hs.entry()
+    with pytest.raises(TypeError):
+        hs.entry(5, 0)  # an int where a tree is due: an error, never a crash
+    with pytest.raises(IndexError):
+        hs.records(99)
+
+
+def test_programs_with_functions_as_values_or_fibers_are_not_emitted():
+    spec = load("stackrnn", "small")
+    prog = acrobat.compile(spec.module, spec.params)
+    hp = prog.host_program
+    assert hp.fibers
+    assert generate_host_c(prog.module, hp.fibers, 0, False, hp.weight_values) is None
