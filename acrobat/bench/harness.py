@@ -4,9 +4,11 @@ runs, then N runs; every time is the median with its spread (``*_q1_ms``, ``*_q3
 ``cpu_busy``, ``other_busy``) and the BLAS that ran with its threads (``blas``,
 ``blas_threads``, ``threads``: the policy's reason, and
 ``OPENBLAS_NUM_THREADS`` as set in the environment, ``""`` when unset), and for acrobat
-rows the native kernel's state (``native``, :func:`acrobat.native.status`) and what
-compiling or loading the process's JIT parts cost (``jit_ms``, once per process, outside
-every timed run).
+rows the native kernel's state (``native``, :func:`acrobat.native.status`), which host
+program recorded (``host_code``: the compiled one, ``"c"``, from the first run of a
+configuration unless ``ACROBAT_HOST_C`` says otherwise: the steady state a user's repeated
+runs reach) and what compiling or loading the process's JIT parts and the configuration's
+host program cost (``jit_ms``, outside every timed run).
 
 A row is a flat dict (JSON-ready). Times are milliseconds for the whole batch:
 ``gen_ms`` (DFG construction: the host program plus record arrays), ``sched_ms``,
@@ -75,6 +77,7 @@ def blas_fields(stats=None) -> dict[str, Any]:
             "openblas_num_threads": env,
             "native": stats["native"],
             "jit_ms": round(stats["jit_ms"], 1),
+            "host_code": stats["host_code"],
         }
     b = blas_threads.blas()
     n = b.get()
@@ -85,6 +88,7 @@ def blas_fields(stats=None) -> dict[str, Any]:
         "openblas_num_threads": env,
         "native": "",
         "jit_ms": 0.0,
+        "host_code": "",
     }
 
 
@@ -152,6 +156,8 @@ def acrobat_case(
     t = time.perf_counter()
     prog = acrobat.compile(spec.module, spec.params, acrobat.CompileOptions().without(*disable))
     compile_ms = (time.perf_counter() - t) * 1e3
+    if "ACROBAT_HOST_C" not in os.environ:  # the compiled host program from the first run
+        prepare(prog, backend).host_c_mode = "1"  # (its build is outside every timed run)
     res = acrobat.run(  # for FLOPs (traced: batched unless strategy="direct")
         prog, xs, policy=policy, backend=backend, threads=threads, strategy=strategy
     )

@@ -178,15 +178,32 @@ def build_extension(source: str, placeholder: str = "@MODULE@"):
         suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
         out = cache_dir() / f"{name}{suffix}"
         if not out.exists():
-            src = cache_dir() / f"{name}.c"
-            src.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(suffix=".c", dir=src.parent)
-            with os.fdopen(fd, "w") as f:
-                f.write(source.replace(placeholder, name))
-            os.replace(tmp, src)
-            _compile(out, (src,), "-O2")
+            out.parent.mkdir(parents=True, exist_ok=True)
+            fd, src = tempfile.mkstemp(prefix=name, suffix=".c", dir=out.parent)
+            try:
+                with os.fdopen(fd, "w") as f:
+                    f.write(source.replace(placeholder, name))
+                _compile(out, (src,), "-O2")
+            finally:
+                os.unlink(src)
+            _prune(out.parent, suffix, keep=out)
         mod = _extensions[name] = _import(out, name)
         return mod, (time.perf_counter() - t0) * 1e3
+
+
+MAX_GENERATED = 256
+"""Generated modules kept in the disk cache (~20-40 KB each); past this, the least
+recently built go (a fuzzing campaign builds two per program it draws)."""
+
+
+def _prune(folder: Path, suffix: str, keep: Path) -> None:
+    try:
+        built = sorted(folder.glob(f"_acrobat_gen_*{suffix}"), key=lambda p: p.stat().st_mtime)
+        for old in built[: max(0, len(built) - MAX_GENERATED)]:
+            if old != keep:
+                old.unlink(missing_ok=True)
+    except OSError:  # another process pruning at the same time: nothing lost
+        pass
 
 
 def load():

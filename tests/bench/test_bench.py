@@ -98,9 +98,12 @@ def test_run_prints_one_json_row(capsys):
         "openblas_num_threads",
         "native",
         "jit_ms",
+        "host_code",
     ):
         assert k in row
     assert row["native"] == acrobat.native.status()
+    if acrobat.native.load() is not None and row["strategy"] == "batched":
+        assert row["host_code"] == "c"  # the harness runs the compiled host program
     assert row["total_min_ms"] <= row["total_q1_ms"] <= row["total_ms"] <= row["total_q3_ms"]
     assert row["total_q3_ms"] <= row["total_max_ms"]
 

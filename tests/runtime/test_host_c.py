@@ -9,6 +9,7 @@ Python program's; and the runtime must say which program ran (``RunStats.host_co
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -252,3 +253,22 @@ def test_programs_with_functions_as_values_or_fibers_are_not_emitted():
     hp = prog.host_program
     assert hp.fibers
     assert generate_host_c(prog.module, hp.fibers, 0, False, hp.weight_values) is None
+
+
+@needs_native
+def test_the_disk_cache_keeps_the_newest_generated_modules(monkeypatch, tmp_path):
+    monkeypatch.setenv("ACROBAT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(native, "MAX_GENERATED", 2)
+    monkeypatch.setattr(native, "_extensions", {})
+    spec = load("treelstm", "small")
+    source = acrobat.compile(spec.module, spec.params).host_program.c_source
+    names = []
+    for i in range(4):
+        mod, ms = native.build_extension(source + f"\n/* variant {i} */\n")
+        assert ms > 0 and mod.make is not None
+        names.append(mod.__name__)
+        time.sleep(0.02)  # distinct modification times
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert len(left) == 2 and all(p.startswith(tuple(names[2:])) for p in left)  # no .c left
+    assert native.extension_cached(source + "\n/* variant 3 */\n")
+    assert not native.extension_cached(source + "\n/* variant 9 */\n")
