@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from acrobat import native
 from acrobat.errors import InstanceError
 from acrobat.ir.nodes import Module
 from acrobat.ir.types import AdtType, FuncType, ScalarType, TensorType, TupleType, Type, substitute
@@ -147,6 +148,20 @@ def _fields_table(m: Module, t: AdtType, cache: dict) -> dict[str, tuple]:
 
 def _fits(m: Module, value: Any, ty: Type) -> bool:
     cache = _tables(m)
+    maker = native.adt_maker(AdtValue)
+    if maker is not None:  # the same walk in C (acrobat/native/values.c): ~10x faster
+        return maker.fits(
+            value,
+            ty,
+            lambda t: _fields_table(m, t, cache),
+            AdtType,
+            TupleType,
+            lambda v, t: _mismatch(m, v, t) is None,
+        )
+    return _fits_python(m, value, ty, cache)
+
+
+def _fits_python(m: Module, value: Any, ty: Type, cache: dict) -> bool:
     stack = [(value, ty)]
     while stack:
         v, t = stack.pop()

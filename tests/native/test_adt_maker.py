@@ -13,6 +13,7 @@ import gc
 import sys
 import weakref
 
+import numpy as np
 import pytest
 
 import acrobat
@@ -151,3 +152,41 @@ def test_models_give_the_same_values_with_the_python_maker(monkeypatch, name):
     slow = acrobat.run(prog, xs, policy="acrobat", strategy="batched", trace_level="off")
     assert values_equal(fast.outputs, slow.outputs)
     assert values_equal(fast.outputs, [spec.reference(x) for x in xs], rtol=1e-4, atol=1e-5)
+
+
+def _mutations(v):
+    """Values near ``v``: each a small change of one node somewhere in it."""
+    out = []
+    if isinstance(v, AdtValue):
+        out += [AdtValue("NoSuchCtor", v.fields), AdtValue(v.ctor, v.fields + (1,))]
+        out += [AdtValue(v.ctor, v.fields[:-1])] if v.fields else []
+        for i, f in enumerate(v.fields):
+            for g in [True, 1.5, "x", None, np.float32(1), *_mutations(f)[:4]]:
+                out.append(AdtValue(v.ctor, v.fields[:i] + (g,) + v.fields[i + 1 :]))
+    elif isinstance(v, tuple):
+        out += [v[:-1], v + (0,), list(v)]
+        for i, f in enumerate(v):
+            out += [v[:i] + (g,) + v[i + 1 :] for g in _mutations(f)[:3]]
+    elif isinstance(v, np.ndarray):
+        out += [v.astype(np.float64), v.reshape(-1)[:1], v.tolist()]
+    elif type(v) is int:
+        out += [True, 2.0, np.int64(3), -(2**70)]
+    return out
+
+
+@needs_native
+@pytest.mark.parametrize("name", ["birnn", "treelstm", "drnn", "stackrnn", "mvrnn", "berxit"])
+def test_the_c_type_check_answers_as_the_python_one(name):
+    from acrobat.ir import values as V
+
+    spec = load(name, "small")
+    m = spec.module
+    cache = V._tables(m)
+    checked = 0
+    for x in spec.instances(4, seed=7):
+        args = (x,) if len(m.main.params) == 1 else x
+        for p, a in zip(m.main.params, args):
+            for candidate in [a, *_mutations(a), 5, None, (a,)]:
+                assert V._fits(m, candidate, p.ty) == V._fits_python(m, candidate, p.ty, cache)
+                checked += 1
+    assert checked > 20
