@@ -20,6 +20,8 @@
  *                             two raises TypeError (never a crash)
  *     maker.fits(...)         acrobat.ir.values._fits's walk (an instance's type check) in
  *                             C: ~10x faster on a list of ints
+ *     maker.relist(v, items, at)  a Cons/Nil list rebuilt with new heads (the outputs'
+ *                             tensors), see below
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -320,6 +322,75 @@ done:
 #undef PUSH
 }
 
+/* maker.relist(value, items, start) -> (new list, next start): a Cons/Nil list whose Cons
+ * nodes hold (head, tail) rebuilt with new heads, taken from items[start:] tail first
+ * (the last Cons gets items[start]); Nil nodes are kept. None when the list is not of
+ * that shape (the caller then walks it in Python); IndexError when items run out. */
+static PyObject *maker_relist(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    maker_t *m = (maker_t *)self;
+    if (nargs != 3 || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "relist(value, items: list, start)");
+        return NULL;
+    }
+    PyObject *items = args[1];
+    Py_ssize_t at = PyLong_AsSsize_t(args[2]);
+    if (at == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *spine = PyList_New(0); /* the Cons nodes, head first (borrowed from value) */
+    if (spine == NULL)
+        return NULL;
+    PyObject *v = args[0], *nil = NULL;
+    for (;;) {
+        if (Py_TYPE(v) != m->cls)
+            goto other;
+        PyObject *ctor = SLOT(v, m->off_ctor), *fields = SLOT(v, m->off_fields);
+        if (ctor == NULL || fields == NULL || !PyTuple_CheckExact(fields))
+            goto other;
+        int c = is_cons(m, ctor);
+        if (c < 0)
+            goto fail;
+        if (c && PyTuple_GET_SIZE(fields) == 2) {
+            if (PyList_Append(spine, v) < 0)
+                goto fail;
+            v = PyTuple_GET_ITEM(fields, 1);
+            continue;
+        }
+        if (!c && PyTuple_GET_SIZE(fields) == 0 && PyUnicode_Check(ctor) &&
+            PyUnicode_Compare(ctor, m->nil) == 0) {
+            nil = v;
+            break;
+        }
+        if (PyErr_Occurred())
+            goto fail;
+        goto other;
+    }
+    PyObject *done = nil;
+    Py_INCREF(done);
+    for (Py_ssize_t i = PyList_GET_SIZE(spine) - 1; i >= 0; i--) {
+        if (at >= PyList_GET_SIZE(items)) {
+            Py_DECREF(done);
+            PyErr_SetString(PyExc_IndexError, "relist ran out of items");
+            goto fail;
+        }
+        PyObject *node = PyList_GET_ITEM(spine, i);
+        PyObject *pair = PyTuple_Pack(2, PyList_GET_ITEM(items, at++), done);
+        Py_DECREF(done);
+        done = pair == NULL ? NULL : make_value(m, SLOT(node, m->off_ctor), pair);
+        Py_XDECREF(pair);
+        if (done == NULL)
+            goto fail;
+    }
+    Py_DECREF(spine);
+    PyObject *out = Py_BuildValue("(Nn)", done, at);
+    return out;
+other:
+    Py_DECREF(spine);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(spine);
+    return NULL;
+}
+
 static void maker_dealloc(PyObject *self) {
     maker_t *m = (maker_t *)self;
     Py_XDECREF(m->cls);
@@ -332,6 +403,8 @@ static void maker_dealloc(PyObject *self) {
 static PyMethodDef maker_methods[] = {
     {"list", maker_list, METH_O, "list(items): Cons(items[0], ... Nil())"},
     {"items", maker_items, METH_O, "items(value): a Cons/Nil list's elements"},
+    {"relist", (PyCFunction)(void (*)(void))maker_relist, METH_FASTCALL,
+     "relist(value, items, start) -> (list, next start) or None: new heads, tail first"},
     {"fits", (PyCFunction)(void (*)(void))maker_fits, METH_FASTCALL,
      "fits(value, ty, table_of, adt_type, tuple_type, leaf_ok) -> bool: a value's type check"},
     {NULL, NULL, 0, NULL},

@@ -190,3 +190,22 @@ def test_the_c_type_check_answers_as_the_python_one(name):
                 assert V._fits(m, candidate, p.ty) == V._fits_python(m, candidate, p.ty, cache)
                 checked += 1
     assert checked > 20
+
+
+@needs_native
+def test_relist_rebuilds_a_list_with_new_heads_tail_first():
+    make = native.adt_maker(AdtValue)
+    lst = from_list([10, 11, 12])
+    new, at = make.relist(lst, ["a", "b", "c", "d", "e"], 1)
+    assert at == 4 and to_list(new) == ["d", "c", "b"]  # the last Cons took items[1]
+    assert type(new) is AdtValue and to_list(lst) == [10, 11, 12]  # the input is kept
+    nil = from_list([])
+    same, at = make.relist(nil, [], 0)
+    assert same is nil and at == 0
+    assert make.relist(AdtValue("Leaf", (1,)), [1], 0) is None  # not a list: left to Python
+    assert make.relist(AdtValue("Cons", (1, AdtValue("Leaf", ()))), [1], 0) is None
+    assert make.relist(5, [], 0) is None
+    with pytest.raises(IndexError):
+        make.relist(lst, ["a"], 0)
+    with pytest.raises(TypeError):
+        make.relist(lst, ("a", "b", "c"), 0)  # items must be a list
