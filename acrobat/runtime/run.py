@@ -143,7 +143,9 @@ class RunStats(Mapping):
             leveling scheduler (:mod:`acrobat.runtime.leveling`, numba) and the native
             small-row GEMM (:mod:`acrobat.native`, C): paid once, when the first program
             that needs them is prepared, and never inside a run's ``total_ms`` (0 when
-            nothing needed them).
+            nothing needed them); plus what this runtime's compiled host program cost to
+            build or load (``host_code``), paid before the run that first uses it starts
+            its clock.
         native: the native kernel's state in this process (:func:`acrobat.native.status`:
             ``"built"``, ``"loaded"`` from the disk cache, ``"not loaded"``, or ``"off
             (why)"``); when off, every product runs on NumPy's ``matmul``.

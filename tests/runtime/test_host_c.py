@@ -272,3 +272,38 @@ def test_the_disk_cache_keeps_the_newest_generated_modules(monkeypatch, tmp_path
     assert len(left) == 2 and all(p.startswith(tuple(names[2:])) for p in left)  # no .c left
     assert native.extension_cached(source + "\n/* variant 3 */\n")
     assert not native.extension_cached(source + "\n/* variant 9 */\n")
+
+
+@needs_native
+def test_threads_running_one_compiled_module_at_once_get_their_own_results():
+    """A runtime runs one batch at a time (its arenas are its own), but runtimes of the
+    same program share one built module: each run's state is its own object."""
+    import threading
+
+    spec = load("birnn", "small")
+    progs = [acrobat.compile(spec.module, spec.params) for _ in range(4)]
+    batches = [spec.instances(4, seed=s) for s in range(4)]
+    expected = [run(p, xs, "0").outputs for p, xs in zip(progs, batches)]
+    for p in progs:
+        prepare(p).host_c_mode = "1"
+    got: dict[int, list] = {}
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            for _ in range(3):
+                res = acrobat.run(progs[i], batches[i], strategy="batched", trace_level="off")
+                assert res.stats.host_code == "c"
+                got[i] = res.outputs
+        except BaseException as err:  # noqa: BLE001 - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len({prepare(p).host_c for p in progs}) == 1  # one module for the one source
+    for i in range(4):
+        assert values_equal(got[i], expected[i], rtol=1e-5, atol=1e-6)
