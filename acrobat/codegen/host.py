@@ -422,8 +422,16 @@ class _Gen:
         self.tmp += 1
         name = f"_d{self.tmp}"
         self.below[name] = frozenset().union(below, *(self.below[b] for b in below))
-        self.emit(ind, f"{name} = d")
+        self.snapshot_depth(ind, name)
         return name
+
+    def snapshot_depth(self, ind: int, name: str) -> None:
+        """Code for ``name = d`` (the C generator writes its own)."""
+        self.emit(ind, f"{name} = d")
+
+    def assign_depth_max(self, ind: int, names: list[str]) -> None:
+        """Code for ``d = max(names)`` (the C generator writes its own)."""
+        self.emit(ind, f"d = max({', '.join(names)})" if len(names) > 1 else f"d = {names[0]}")
 
     def prune(self, deps: frozenset[str]) -> frozenset[str]:
         """``deps`` without the variables another one of them is known to be >= of."""
@@ -435,8 +443,7 @@ class _Gen:
         """Make ``d`` the max of ``deps`` (no code when it already is)."""
         deps = self.prune(deps)
         if deps != now:
-            names = sorted(deps, key=lambda x: int(x[2:]))
-            self.emit(ind, f"d = max({', '.join(names)})" if len(names) > 1 else f"d = {names[0]}")
+            self.assign_depth_max(ind, sorted(deps, key=lambda x: int(x[2:])))
         return deps
 
     def kernel_call(self, target: str, e: KernelCall, ind: int) -> None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 
-from acrobat.analysis.independence import is_barrier, moves_depth
 from acrobat.codegen import ident
 from acrobat.codegen.host import (
     _HOST_OPS,
@@ -36,9 +35,9 @@ from acrobat.codegen.host import (
     LOOP_LIMIT,
     MOVES,
     READS,
+    _Gen,
     _read_only,
     calls_itself_in_tail,
-    depth_use,
 )
 from acrobat.codegen.records import STRIDE
 from acrobat.ir.nodes import (
@@ -65,7 +64,6 @@ from acrobat.ir.nodes import (
     TupleExpr,
     Var,
 )
-from acrobat.ir.traversal import var_names
 from acrobat.ir.types import FLOAT, TupleType
 
 MAX_C_DEPTH = 4000
@@ -122,30 +120,24 @@ def _c_string(s: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-class _CGen:
+class _CGen(_Gen):
+    """The C flavour of :class:`acrobat.codegen.host._Gen`: every method that writes code
+    is its own; the independence bookkeeping of blocks (``block``, ``prune``,
+    ``set_depth``) is inherited, with the two hooks that write depth code overridden."""
+
     def __init__(
         self, m: Module, kernels: list[str], base: int, independence: bool, weights: tuple
     ):
-        self.m, self.base, self.independence = m, base, independence
-        self.kid = {k: i for i, k in enumerate(kernels)}
+        super().__init__(m, frozenset(), kernels, base, independence)
         self.widths = [3 + len(m.function_map[k].params) for k in kernels]
-        self.use = depth_use(m, frozenset())
         self.consts: dict[tuple, int] = {}  # (type, repr) -> index in K[]
         self.const_code: list[str] = []
         self.ctors: dict[str, int] = {"Nil": 0, "Cons": 1}
         self.weights = {name: i for i, name in enumerate(weights)}
-        self.lines: list[str] = []
-        self.tmp = 0
-        self.locals: set[str] = set()
-        self.depths: set[str] = set()
-        self.below: dict[str, frozenset[str]] = {}
-        self.current: Function | None = None
-        self.loops = False
+        self.locals: set[str] = set()  # the C locals of the function being generated
+        self.depths: set[str] = set()  # its depth variables (int64_t)
 
     # -- helpers -----------------------------------------------------------------------
-    def emit(self, ind: int, text: str) -> None:
-        self.lines.append("    " * ind + text)
-
     def fresh(self) -> str:
         self.tmp += 1
         name = f"_t{self.tmp}"
@@ -527,62 +519,13 @@ class _CGen:
         self.emit(ind, "}")
         self.set(ind, target, f"from_list(st, {res})")
 
-    # -- blocks (independence: see acrobat.codegen.host._Gen.block) -----------------------
-    def block(self, e: Let, ind: int, finish) -> None:
-        moves = self.use[self.current.name] == MOVES
-        if not self.independence or not moves:
-            for b in e.bindings:
-                self.bind(_v(b.var.name), b.value, ind)
-            finish(e.body)
-            return
-        entry = self.depth_var(ind, frozenset())
-        ready: dict[str, frozenset[str]] = {}
-        front = frozenset({entry})
-        now = front
-        fibers: frozenset[str] = frozenset()
-        for b in e.bindings:
-            target, value = _v(b.var.name), b.value
-            if is_barrier(value, fibers):
-                now = self.set_depth(front, now, ind)
-                self.bind(target, value, ind)
-                entry = self.depth_var(ind, frozenset())
-                ready, front = {}, frozenset({entry})
-                now = front
-                continue
-            deps = frozenset().union(*(ready[n] for n in var_names(value) if n in ready))
-            deps = self.prune(deps or frozenset({entry}))
-            if moves_depth(value):
-                now = self.set_depth(deps, now, ind)
-                self.bind(target, value, ind)
-                dv = self.depth_var(ind, deps)
-                ready[b.var.name] = frozenset({dv})
-                front = self.prune(front | {dv})
-                now = frozenset({dv})
-            else:
-                self.bind(target, value, ind)
-                ready[b.var.name] = deps
-        self.set_depth(front, now, ind)
-        finish(e.body)
-
-    def depth_var(self, ind: int, below: frozenset[str]) -> str:
-        self.tmp += 1
-        name = f"_d{self.tmp}"
+    # -- blocks: host._Gen.block, whose depth code is written by these two ---------------
+    def snapshot_depth(self, ind: int, name: str) -> None:
         self.depths.add(name)
-        self.below[name] = frozenset().union(below, *(self.below[b] for b in below))
         self.emit(ind, f"{name} = d;")
-        return name
 
-    def prune(self, deps: frozenset[str]) -> frozenset[str]:
-        if len(deps) < 2:
-            return deps
-        return frozenset(x for x in deps if not any(x in self.below[y] for y in deps if y != x))
-
-    def set_depth(self, deps: frozenset[str], now: frozenset[str], ind: int) -> frozenset[str]:
-        deps = self.prune(deps)
-        if deps != now:
-            names = sorted(deps, key=lambda x: int(x[2:]))
-            self.emit(ind, f"d = {self.max_expr(names)};")
-        return deps
+    def assign_depth_max(self, ind: int, names: list[str]) -> None:
+        self.emit(ind, f"d = {self.max_expr(names)};")
 
 
 _PRELUDE = r"""

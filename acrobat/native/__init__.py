@@ -85,11 +85,14 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "acrobat"
 
 
+def _key(source: bytes, n: int) -> str:
+    """The hash a built module's name holds: its source, the interpreter and the machine."""
+    data = source + sys.version.encode() + platform.machine().encode() + sys.executable.encode()
+    return hashlib.sha256(data).hexdigest()[:n]
+
+
 def _target() -> Path:
-    src = b"".join(p.read_bytes() for p in SOURCES)
-    key = hashlib.sha256(
-        src + sys.version.encode() + platform.machine().encode() + sys.executable.encode()
-    ).hexdigest()[:16]
+    key = _key(b"".join(p.read_bytes() for p in SOURCES), 16)
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     return cache_dir() / f"_acrobat_native-{key}{suffix}"
 
@@ -135,13 +138,7 @@ _extensions: dict[str, object] = {}
 
 
 def _extension_name(source: str) -> str:
-    key = hashlib.sha256(
-        source.encode()
-        + sys.version.encode()
-        + platform.machine().encode()
-        + sys.executable.encode()
-    ).hexdigest()[:20]
-    return f"_acrobat_gen_{key}"
+    return f"_acrobat_gen_{_key(source.encode(), 20)}"
 
 
 def extension_cached(source: str) -> bool:
@@ -163,13 +160,7 @@ def build_extension(source: str, placeholder: str = "@MODULE@"):
     ``ACROBAT_NATIVE=0``, ``OSError`` too."""
     if os.environ.get("ACROBAT_NATIVE", "1") == "0":
         raise OSError("native code is off (ACROBAT_NATIVE=0)")
-    key = hashlib.sha256(
-        source.encode()
-        + sys.version.encode()
-        + platform.machine().encode()
-        + sys.executable.encode()
-    ).hexdigest()[:20]
-    name = f"_acrobat_gen_{key}"
+    name = _extension_name(source)
     with _lock:
         mod = _extensions.get(name)
         if mod is not None:
