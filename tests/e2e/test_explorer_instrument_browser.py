@@ -73,7 +73,12 @@ def test_two_policies_on_the_same_schedule_get_a_verdict_their_spreads_support(e
         (ma, la, ha), (mb, lb, hb) = spreads["acrobat"], spreads["dynet-depth"]
         assert la <= ma <= ha and lb <= mb <= hb, text
         apart = ha < lb or hb < la
-        if apart:
+        if "no winner called: other processes used" in text:
+            # a busy machine (other processes past BUSY_SHARE of the CPUs, e.g. a test run
+            # beside this one): the page calls no winner whatever the spreads say
+            assert "faster" not in text and "within noise" not in text, text
+            apart = False
+        elif apart:
             assert "within noise" not in text and "faster than" in text, text
             fast, slow = ("acrobat", "dynet-depth") if ma < mb else ("dynet-depth", "acrobat")
             assert f"{fast} is" in text and f"faster than {slow}" in text, text
