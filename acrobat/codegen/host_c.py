@@ -531,9 +531,10 @@ class _CGen(_Gen):
 _PRELUDE = r"""
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "adt.h" /* acrobat/native/adt.h: AdtValue's layout, shared with values.c */
 
 #define STRIDE ((int64_t)@STRIDE@LL)
 #define MAX_C_DEPTH @MAX_C_DEPTH@
@@ -564,8 +565,7 @@ typedef struct {
     PyObject_HEAD
     int64_t nv, inst;
     int depth;
-    PyTypeObject *adt;
-    Py_ssize_t off_ctor, off_fields;
+    acrobat_adt_layout adt; /* the ADT class (owned) and its slots */
     PyObject *weights; /* the tuple of weight value ids */
     PyObject **w;      /* its items */
     rbuf_t rec[N_KERNELS > 0 ? N_KERNELS : 1];
@@ -574,9 +574,8 @@ typedef struct {
 static PyObject *K[N_CONSTS > 0 ? N_CONSTS : 1];
 static PyObject *CT[N_CTORS];
 static PyObject *EMPTY;
-static const int WIDTHS[N_KERNELS > 0 ? N_KERNELS : 1] = {@WIDTHS@};
 
-#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+#define SLOT ACROBAT_SLOT
 
 static inline int64_t floormod64(int64_t a, int64_t b) {
     int64_t r = a % b;
@@ -648,14 +647,8 @@ static PyObject *ids_tuple(int64_t o, int n) {
 static PyObject *adt_new(hs_t *st, PyObject *ctor, PyObject *fields) {
     if (fields == NULL)
         return NULL;
-    PyObject *obj = st->adt->tp_alloc(st->adt, 0);
-    if (obj == NULL) {
-        Py_DECREF(fields);
-        return NULL;
-    }
-    Py_INCREF(ctor);
-    SLOT(obj, st->off_ctor) = ctor;
-    SLOT(obj, st->off_fields) = fields;
+    PyObject *obj = acrobat_adt_alloc(&st->adt, ctor, fields);
+    Py_DECREF(fields);
     return obj;
 }
 
@@ -663,11 +656,11 @@ static PyObject *adt_new(hs_t *st, PyObject *ctor, PyObject *fields) {
 static int is_ctor(hs_t *st, PyObject *v, PyObject *ctor) {
     if (v == NULL)
         return -1;
-    if (Py_TYPE(v) != st->adt) {
+    if (Py_TYPE(v) != st->adt.cls) {
         PyErr_SetString(PyExc_TypeError, "a match of a value that is no ADT value");
         return -1;
     }
-    PyObject *c = SLOT(v, st->off_ctor);
+    PyObject *c = SLOT(v, st->adt.off_ctor);
     if (c == ctor)
         return 1;
     if (c == NULL) {
@@ -685,11 +678,11 @@ static int is_ctor(hs_t *st, PyObject *v, PyObject *ctor) {
 static PyObject *fld(hs_t *st, PyObject *v, Py_ssize_t j) {
     if (v == NULL)
         return NULL;
-    if (Py_TYPE(v) != st->adt) {
+    if (Py_TYPE(v) != st->adt.cls) {
         PyErr_SetString(PyExc_TypeError, "a field of a value that is no ADT value");
         return NULL;
     }
-    PyObject *f = SLOT(v, st->off_fields);
+    PyObject *f = SLOT(v, st->adt.off_fields);
     if (f == NULL || !PyTuple_Check(f) || PyTuple_GET_SIZE(f) <= j) {
         PyErr_SetString(PyExc_TypeError, "an ADT value without that field");
         return NULL;
@@ -856,7 +849,7 @@ static void hs_dealloc(PyObject *self) {
     hs_t *st = (hs_t *)self;
     for (int k = 0; k < N_KERNELS; k++)
         PyMem_Free(st->rec[k].data);
-    Py_XDECREF(st->adt);
+    Py_XDECREF(st->adt.cls);
     Py_XDECREF(st->weights);
     Py_TYPE(self)->tp_free(self);
 }
@@ -880,22 +873,6 @@ static PyTypeObject hs_type = {
     .tp_methods = hs_methods,
 };
 
-static Py_ssize_t slot_offset(PyTypeObject *cls, const char *name) {
-    PyObject *d = PyDict_GetItemString(cls->tp_dict, name);
-    if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)) {
-        PyErr_Format(PyExc_TypeError, "%.100s has no slot %s", cls->tp_name, name);
-        return -1;
-    }
-    PyMemberDef *def = ((PyMemberDescrObject *)d)->d_member;
-    if (def->type != T_OBJECT_EX || def->offset < (Py_ssize_t)sizeof(PyObject) ||
-        def->offset + (Py_ssize_t)sizeof(PyObject *) > cls->tp_basicsize) {
-        PyErr_Format(PyExc_TypeError, "%.100s's slot %s is not an object slot", cls->tp_name,
-                     name);
-        return -1;
-    }
-    return def->offset;
-}
-
 /* make(adt_class, weights) -> HostRun: weights, the value ids of the weights the program
    passes as values, in the order of HostProgram.weight_values */
 static PyObject *hs_make(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -905,13 +882,8 @@ static PyObject *hs_make(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         PyErr_SetString(PyExc_TypeError, "make(adt_class, weights: tuple of @N_WEIGHTS@)");
         return NULL;
     }
-    PyTypeObject *cls = (PyTypeObject *)args[0];
-    if (cls->tp_itemsize != 0 || cls->tp_dictoffset != 0 || cls->tp_alloc == NULL) {
-        PyErr_SetString(PyExc_TypeError, "not a class of fixed slots");
-        return NULL;
-    }
-    Py_ssize_t oc = slot_offset(cls, "ctor"), of;
-    if (oc < 0 || (of = slot_offset(cls, "fields")) < 0)
+    acrobat_adt_layout adt;
+    if (acrobat_adt_layout_of(args[0], &adt) < 0)
         return NULL;
     hs_t *st = PyObject_New(hs_t, &hs_type);
     if (st == NULL)
@@ -919,10 +891,8 @@ static PyObject *hs_make(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     st->nv = 0;
     st->inst = 0;
     st->depth = 0;
-    Py_INCREF(cls);
-    st->adt = cls;
-    st->off_ctor = oc;
-    st->off_fields = of;
+    Py_INCREF(args[0]);
+    st->adt = adt;
     Py_INCREF(args[1]);
     st->weights = args[1];
     st->w = ((PyTupleObject *)args[1])->ob_item;
@@ -991,7 +961,6 @@ def generate_host_c(
         .replace("@N_KERNELS@", str(len(kernels)))
         .replace("@N_CONSTS@", str(len(g.consts)))
         .replace("@N_CTORS@", str(len(g.ctors)))
-        .replace("@WIDTHS@", ", ".join(map(str, g.widths)) or "0")
     )
     epilogue = (
         _EPILOGUE.replace("@N_PARAMS@", str(len(entry.params)))

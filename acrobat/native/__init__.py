@@ -10,7 +10,8 @@ multiply-adds (the calling thread and a helper thread the module starts once per
 ``rowprog.c``: a kernel's chain of elementwise ops, row by row in L1-resident vectors.
 ``plan.c``: the executor's row bookkeeping of a whole flush in one call
 (``Executor.plan``). ``values.c``: ADT values made and walked in C for the host program
-(:func:`adt_maker`).
+(:func:`adt_maker`), with ``adt.h``, the layout of an ADT value's class, which the
+compiled host programs (:func:`build_extension`) include too.
 
 Building: the first process that needs it compiles the four files with the host's C
 compiler (``$CC`` or ``cc``, the Python headers of this interpreter) into a cache directory
@@ -25,6 +26,7 @@ float rounding.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -45,6 +47,10 @@ SOURCES = tuple(
     Path(__file__).with_name(f) for f in ("smallgemm.c", "rowprog.c", "plan.c", "values.c")
 )
 """The C files compiled into the one native module."""
+
+HEADERS = (Path(__file__).with_name("adt.h"),)
+"""The headers in this folder that the native module and the generated modules include
+(``#include "adt.h"``): part of every built module's hash, so an edit rebuilds them."""
 
 SMALL_ROWS = 64
 """Products of at most this many rows may go to the native kernel (when it is available)."""
@@ -85,9 +91,21 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "acrobat"
 
 
+@functools.lru_cache(maxsize=1)
+def _header_bytes() -> bytes:
+    return b"".join(p.read_bytes() for p in HEADERS)
+
+
 def _key(source: bytes, n: int) -> str:
-    """The hash a built module's name holds: its source, the interpreter and the machine."""
-    data = source + sys.version.encode() + platform.machine().encode() + sys.executable.encode()
+    """The hash a built module's name holds: its source, the headers it includes, the
+    interpreter and the machine."""
+    data = (
+        source
+        + _header_bytes()
+        + sys.version.encode()
+        + platform.machine().encode()
+        + sys.executable.encode()
+    )
     return hashlib.sha256(data).hexdigest()[:n]
 
 
@@ -112,6 +130,7 @@ def _compile(out: Path, sources=SOURCES, opt: str = "-O3") -> None:
         "-fPIC",
         "-pthread",
         f"-I{include}",
+        f"-I{Path(__file__).parent}",  # HEADERS
         *(str(p) for p in sources),
         "-o",
         tmp,
@@ -137,6 +156,7 @@ def _import(path: Path, name: str = "_acrobat_native"):
 _extensions: dict[str, object] = {}
 
 
+@functools.lru_cache(maxsize=256)  # a runtime asks once per run until it builds
 def _extension_name(source: str) -> str:
     return f"_acrobat_gen_{_key(source.encode(), 20)}"
 

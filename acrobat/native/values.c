@@ -25,27 +25,20 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <structmember.h>
+
+#include "adt.h"
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyTypeObject *cls;
-    Py_ssize_t off_ctor, off_fields;
+    acrobat_adt_layout adt;       /* the class (owned) and its slots (adt.h) */
     PyObject *nil, *cons, *empty; /* "Nil", "Cons", () */
 } maker_t;
 
-#define SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+#define SLOT ACROBAT_SLOT
 
 static PyObject *make_value(maker_t *m, PyObject *ctor, PyObject *fields) {
-    PyObject *obj = m->cls->tp_alloc(m->cls, 0);
-    if (obj == NULL)
-        return NULL;
-    Py_INCREF(ctor);
-    Py_INCREF(fields);
-    SLOT(obj, m->off_ctor) = ctor;
-    SLOT(obj, m->off_fields) = fields;
-    return obj;
+    return acrobat_adt_alloc(&m->adt, ctor, fields);
 }
 
 static PyObject *maker_call(PyObject *self, PyObject *const *args, size_t nargsf,
@@ -104,12 +97,12 @@ static PyObject *maker_items(PyObject *self, PyObject *value) {
         return NULL;
     PyObject *v = value;
     for (;;) {
-        if (Py_TYPE(v) != m->cls) {
+        if (Py_TYPE(v) != m->adt.cls) {
             PyErr_Format(PyExc_TypeError, "expected a list value, got %.100s",
                          Py_TYPE(v)->tp_name);
             goto fail;
         }
-        PyObject *ctor = SLOT(v, m->off_ctor), *fields = SLOT(v, m->off_fields);
+        PyObject *ctor = SLOT(v, m->adt.off_ctor), *fields = SLOT(v, m->adt.off_fields);
         if (ctor == NULL || fields == NULL) {
             PyErr_SetString(PyExc_TypeError, "an ADT value without its ctor or fields");
             goto fail;
@@ -214,9 +207,9 @@ static PyObject *maker_fits(PyObject *self, PyObject *const *args, Py_ssize_t na
                 }
             }
             for (;;) { /* along the recursive spine without the stack (a list's tail) */
-                if (Py_TYPE(v) != m->cls)
+                if (Py_TYPE(v) != m->adt.cls)
                     FAIL_FALSE;
-                PyObject *ctor = SLOT(v, m->off_ctor), *fields = SLOT(v, m->off_fields);
+                PyObject *ctor = SLOT(v, m->adt.off_ctor), *fields = SLOT(v, m->adt.off_fields);
                 if (ctor == NULL || fields == NULL || !PyTuple_Check(fields))
                     FAIL_FALSE;
                 PyObject *plan = PyDict_GetItemWithError(table, ctor);
@@ -341,9 +334,9 @@ static PyObject *maker_relist(PyObject *self, PyObject *const *args, Py_ssize_t 
         return NULL;
     PyObject *v = args[0], *nil = NULL;
     for (;;) {
-        if (Py_TYPE(v) != m->cls)
+        if (Py_TYPE(v) != m->adt.cls)
             goto other;
-        PyObject *ctor = SLOT(v, m->off_ctor), *fields = SLOT(v, m->off_fields);
+        PyObject *ctor = SLOT(v, m->adt.off_ctor), *fields = SLOT(v, m->adt.off_fields);
         if (ctor == NULL || fields == NULL || !PyTuple_CheckExact(fields))
             goto other;
         int c = is_cons(m, ctor);
@@ -375,7 +368,7 @@ static PyObject *maker_relist(PyObject *self, PyObject *const *args, Py_ssize_t 
         PyObject *node = PyList_GET_ITEM(spine, i);
         PyObject *pair = PyTuple_Pack(2, PyList_GET_ITEM(items, at++), done);
         Py_DECREF(done);
-        done = pair == NULL ? NULL : make_value(m, SLOT(node, m->off_ctor), pair);
+        done = pair == NULL ? NULL : make_value(m, SLOT(node, m->adt.off_ctor), pair);
         Py_XDECREF(pair);
         if (done == NULL)
             goto fail;
@@ -393,7 +386,7 @@ fail:
 
 static void maker_dealloc(PyObject *self) {
     maker_t *m = (maker_t *)self;
-    Py_XDECREF(m->cls);
+    Py_XDECREF(m->adt.cls);
     Py_XDECREF(m->nil);
     Py_XDECREF(m->cons);
     Py_XDECREF(m->empty);
@@ -421,51 +414,19 @@ static PyTypeObject maker_type = {
     .tp_methods = maker_methods,
 };
 
-/* The offset of slot ``name`` defined on ``cls`` itself, or -1 with TypeError set. */
-static Py_ssize_t slot_offset(PyTypeObject *cls, const char *name) {
-    PyObject *d = PyDict_GetItemString(cls->tp_dict, name); /* borrowed */
-    if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)) {
-        PyErr_Format(PyExc_TypeError, "%.100s has no slot %s", cls->tp_name, name);
-        return -1;
-    }
-    PyMemberDef *def = ((PyMemberDescrObject *)d)->d_member;
-    if (def->type != T_OBJECT_EX || def->offset < (Py_ssize_t)sizeof(PyObject) ||
-        def->offset + (Py_ssize_t)sizeof(PyObject *) > cls->tp_basicsize) {
-        PyErr_Format(PyExc_TypeError, "%.100s's slot %s is not an object slot", cls->tp_name,
-                     name);
-        return -1;
-    }
-    return def->offset;
-}
-
 PyObject *acrobat_adt_maker(PyObject *self, PyObject *cls) {
     (void)self;
     if (PyType_Ready(&maker_type) < 0)
         return NULL;
-    if (!PyType_Check(cls)) {
-        PyErr_SetString(PyExc_TypeError, "adt_maker takes a class");
+    acrobat_adt_layout adt;
+    if (acrobat_adt_layout_of(cls, &adt) < 0)
         return NULL;
-    }
-    PyTypeObject *t = (PyTypeObject *)cls;
-    if (t->tp_itemsize != 0 || t->tp_dictoffset != 0 || t->tp_alloc == NULL) {
-        PyErr_Format(PyExc_TypeError, "%.100s is not a class of fixed slots", t->tp_name);
-        return NULL;
-    }
-    Py_ssize_t off_ctor = slot_offset(t, "ctor"), off_fields;
-    if (off_ctor < 0 || (off_fields = slot_offset(t, "fields")) < 0)
-        return NULL;
-    if (off_ctor == off_fields) {
-        PyErr_SetString(PyExc_TypeError, "ctor and fields share a slot");
-        return NULL;
-    }
     maker_t *m = PyObject_New(maker_t, &maker_type);
     if (m == NULL)
         return NULL;
     m->vectorcall = maker_call;
-    m->off_ctor = off_ctor;
-    m->off_fields = off_fields;
     Py_INCREF(cls);
-    m->cls = t;
+    m->adt = adt;
     m->nil = PyUnicode_InternFromString("Nil");
     m->cons = PyUnicode_InternFromString("Cons");
     m->empty = PyTuple_New(0);

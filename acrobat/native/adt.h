@@ -1,0 +1,77 @@
+/* acrobat's ADT values at the C level: the layout of a class whose instances hold exactly
+ * the slots ``ctor`` and ``fields`` (acrobat.ir.values.AdtValue). One definition for the two
+ * places that make and read such values in C: values.c (the native module's maker) and
+ * every compiled host program (acrobat/codegen/host_c.py, built with this folder on its
+ * include path; acrobat.native hashes this file into both modules' names).
+ */
+#ifndef ACROBAT_ADT_H
+#define ACROBAT_ADT_H
+
+#include <Python.h>
+#include <structmember.h>
+
+/* a class's layout: the class (a reference its holder owns) and its two slots' offsets */
+typedef struct {
+    PyTypeObject *cls;
+    Py_ssize_t off_ctor, off_fields;
+} acrobat_adt_layout;
+
+#define ACROBAT_SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* The offset of slot ``name`` defined on ``cls`` itself, or -1 with TypeError set. */
+static Py_ssize_t acrobat_slot_offset(PyTypeObject *cls, const char *name) {
+    PyObject *d = PyDict_GetItemString(cls->tp_dict, name); /* borrowed */
+    if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        PyErr_Format(PyExc_TypeError, "%.100s has no slot %s", cls->tp_name, name);
+        return -1;
+    }
+    PyMemberDef *def = ((PyMemberDescrObject *)d)->d_member;
+    if (def->type != T_OBJECT_EX || def->offset < (Py_ssize_t)sizeof(PyObject) ||
+        def->offset + (Py_ssize_t)sizeof(PyObject *) > cls->tp_basicsize) {
+        PyErr_Format(PyExc_TypeError, "%.100s's slot %s is not an object slot", cls->tp_name,
+                     name);
+        return -1;
+    }
+    return def->offset;
+}
+
+/* Fill ``out`` with the layout of class ``cls`` (borrowed: the caller keeps a reference);
+ * 0, or -1 with TypeError set when cls is not a class of exactly those two fixed slots. */
+static int acrobat_adt_layout_of(PyObject *cls, acrobat_adt_layout *out) {
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "an ADT layout takes a class");
+        return -1;
+    }
+    PyTypeObject *t = (PyTypeObject *)cls;
+    if (t->tp_itemsize != 0 || t->tp_dictoffset != 0 || t->tp_alloc == NULL) {
+        PyErr_Format(PyExc_TypeError, "%.100s is not a class of fixed slots", t->tp_name);
+        return -1;
+    }
+    Py_ssize_t off_ctor = acrobat_slot_offset(t, "ctor"), off_fields;
+    if (off_ctor < 0 || (off_fields = acrobat_slot_offset(t, "fields")) < 0)
+        return -1;
+    if (off_ctor == off_fields) {
+        PyErr_SetString(PyExc_TypeError, "ctor and fields share a slot");
+        return -1;
+    }
+    out->cls = t;
+    out->off_ctor = off_ctor;
+    out->off_fields = off_fields;
+    return 0;
+}
+
+/* A new value of the layout's class holding ``ctor`` and ``fields`` (both borrowed: the
+ * value takes its own references), made by the class's allocator without its __init__. */
+static inline PyObject *acrobat_adt_alloc(const acrobat_adt_layout *l, PyObject *ctor,
+                                          PyObject *fields) {
+    PyObject *obj = l->cls->tp_alloc(l->cls, 0);
+    if (obj == NULL)
+        return NULL;
+    Py_INCREF(ctor);
+    Py_INCREF(fields);
+    ACROBAT_SLOT(obj, l->off_ctor) = ctor;
+    ACROBAT_SLOT(obj, l->off_fields) = fields;
+    return obj;
+}
+
+#endif
