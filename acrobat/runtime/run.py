@@ -28,6 +28,7 @@ import numpy as np
 from acrobat import native
 from acrobat.backends import get_backend
 from acrobat.codegen.host import LOOP_MESSAGE
+from acrobat.codegen.host_c import MODULE_PLACEHOLDER
 from acrobat.codegen.records import ARGS, INST, OUT, STRIDE, float_bits
 from acrobat.codegen.twins import find_twins
 from acrobat.errors import AcrobatNameError, InstanceError
@@ -345,6 +346,7 @@ class Runtime:
         self.host_c_mode: str | None = None
         self.host_c_ms = 0.0  # what building or loading it cost
         self.python_host_ms = 0.0  # the Python host program's time over this runtime's runs
+        self.host_c_failed = False  # its build failed (the reason is in host_c_why)
         if self.host.c_source is None:
             self.host_c_why = "fiber functions" if self.host.fibers else "not emitted as C"
         else:
@@ -538,7 +540,7 @@ class Runtime:
         if mode == "0":
             self.host_c_why = "ACROBAT_HOST_C=0"
             return
-        if self.host_c_why.startswith("no C build"):
+        if self.host_c_failed:
             return
         src = self.host.c_source
         if (
@@ -551,9 +553,10 @@ class Runtime:
             )
             return
         try:
-            self.host_c, ms = native.build_extension(src)
+            self.host_c, ms = native.build_extension(src, MODULE_PLACEHOLDER)
             self.host_c_ms += ms
         except (OSError, ImportError) as err:
+            self.host_c_failed = True  # not retried: the Python program for good
             self.host_c_why = f"no C build: {err}"
 
     def record_c(self, st: _RunState, args_list: list[list], first_free: int) -> list | None:
