@@ -15,18 +15,27 @@ line: the depth conventions of :func:`~acrobat.codegen.host.depth_use`, hoisted 
 ``LATE`` keys, ``parallel``/``map`` depths, phases, ghost ops, independence's depth
 variables, self tail calls as loops. Tests compare the two programs' records bit for bit.
 
-**What it leaves to Python.** Programs with fiber functions (tensor reads, spawns: the
-generator protocol of :mod:`acrobat.runtime.fibers`) and functions passed as values are
-not emitted (:func:`generate_host_c` returns None). At run time, *any* exception in the
-C program (a host failure, a value out of the int64 range, a recursion deeper than
-:data:`MAX_C_DEPTH` C frames, a self tail loop past its limit) abandons the C run: the
-runtime discards its records and runs the Python program from the start, which then
-raises its own typed error (or succeeds), so errors are exactly the Python program's.
+**Fibers.** A program with fiber functions (tensor reads, spawns, phase barriers: the
+protocol of :mod:`acrobat.runtime.fibers`) is emitted with them as plain C functions that run
+on fibers of their own: each instance and each spawned child gets a C stack (``_FIBERS``:
+mmap'd, pooled), a read (``fiber_read``), a spawn (``fiber_spawn``) or a barrier
+(``fiber_phase``) switches back to the scheduler (``HostRun.run_fibers``), which runs them in
+the Python scheduler's order, so both programs record the same rows in the same passes.
+
+**What it leaves to Python.** Functions passed as values (and fiber programs on Python 3.14
+and later) are not emitted (:func:`generate_host_c` returns None). At run time, *any*
+exception in the C program (a host failure, a value out of the int64 range, a recursion
+deeper than :data:`MAX_C_DEPTH` C frames or than a fiber's stack holds, a self tail loop past
+its limit) abandons the C run: the runtime discards its records and runs the Python program
+from the start (for a fiber run that already executed a flush, the whole run starts over),
+which then raises its own typed error (or succeeds), so errors are exactly the Python
+program's.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 
 from acrobat.codegen import ident
 from acrobat.codegen.host import (
@@ -39,7 +48,7 @@ from acrobat.codegen.host import (
     _read_only,
     calls_itself_in_tail,
 )
-from acrobat.codegen.records import STRIDE
+from acrobat.codegen.records import READ_ARGMAX, READ_ITEM, STRIDE
 from acrobat.ir.nodes import (
     Const,
     CtorCall,
@@ -61,6 +70,7 @@ from acrobat.ir.nodes import (
     Phase,
     Proj,
     PVar,
+    PWild,
     TupleExpr,
     Var,
 )
@@ -111,6 +121,11 @@ def _fn(name: str) -> str:
     return ident("f_", name)
 
 
+def _tramp(name: str) -> str:
+    """The C function that runs fiber function ``name`` on a tuple of its arguments."""
+    return ident("t_", name)
+
+
 def _c_string(s: str) -> str:
     """A C string literal of ``s`` (UTF-8 bytes, every non-plain byte escaped)."""
     out = []
@@ -126,9 +141,15 @@ class _CGen(_Gen):
     ``set_depth``) is inherited, with the two hooks that write depth code overridden."""
 
     def __init__(
-        self, m: Module, kernels: list[str], base: int, independence: bool, weights: tuple
+        self,
+        m: Module,
+        fibers: frozenset[str],
+        kernels: list[str],
+        base: int,
+        independence: bool,
+        weights: tuple,
     ):
-        super().__init__(m, frozenset(), kernels, base, independence)
+        super().__init__(m, fibers, kernels, base, independence)
         self.widths = [3 + len(m.function_map[k].params) for k in kernels]
         self.consts: dict[tuple, int] = {}  # (type, repr) -> index in K[]
         self.const_code: list[str] = []
@@ -220,6 +241,7 @@ class _CGen(_Gen):
         self.lines, self.tmp, self.locals, self.depths = [], 0, set(), set()
         self.below = {}
         self.current = f
+        self.is_fiber = f.name in self.fibers
         self.loops = calls_itself_in_tail(f)
         self.read_only = _read_only(f.body) if self.independence else frozenset()
         use = self.use[f.name]
@@ -252,6 +274,17 @@ class _CGen(_Gen):
         head.append('        PyErr_SetString(PyExc_RecursionError, "host program too deep for C");')
         head.append("        goto error;")
         head.append("    }")
+        if self.fibers:  # on a fiber's stack: stop well before its end
+            head.append(
+                "    if (st->stack_lo != NULL && (char *)__builtin_frame_address(0) < "
+                "st->stack_lo) {"
+            )
+            head.append(
+                '        PyErr_SetString(PyExc_RecursionError, "host program too deep for a '
+                "fiber's stack\");"
+            )
+            head.append("        goto error;")
+            head.append("    }")
         tail = ["error:", "    ret = NULL;", "done:", "    st->depth--;"]
         tail += [f"    Py_XDECREF({name});" for name in sorted(self.locals)]
         tail += ["    return ret;", "}"]
@@ -357,6 +390,8 @@ class _CGen(_Gen):
                 tests.append((path, p.ctor))
                 for j, q in enumerate(p.fields):
                     go(q, f"fld(st, {path}, {j})")
+            elif isinstance(p, PWild):  # matches anything, binds nothing
+                pass
             else:
                 raise Unsupported(f"pattern {type(p).__name__}")
 
@@ -397,6 +432,8 @@ class _CGen(_Gen):
         elif t is Map:
             self.map(target, e, ind)
         elif t is Phase:
+            if self.is_fiber:  # wait until every fiber has reached the barrier
+                self.emit(ind, "if (fiber_phase(st) < 0) goto error;")
             self.emit(ind, f"d = (floordiv64(d, STRIDE) + 1) * STRIDE + {self.base};")
             self.set(ind, target, "NEWREF(EMPTY)")
         elif t is If:
@@ -455,6 +492,11 @@ class _CGen(_Gen):
         elif e.op == "ghost":
             self.emit(ind, f"d += {int(e.attr('count', 1))}LL;")
             self.set(ind, target, "NEWREF(EMPTY)")
+        elif e.op in ("item", "argmax") and self.is_fiber:
+            code = READ_ITEM if e.op == "item" else READ_ARGMAX
+            self.set(ind, target, f"fiber_read(st, {code}, {self.atom(e.args[0])})")
+            # as the Python program: the depth restarts at this phase's base
+            self.emit(ind, f"d = d - floormod64(d, STRIDE) + {self.base}LL;")
         else:
             raise Unsupported(f"op {e.op} in the host program")
 
@@ -465,9 +507,14 @@ class _CGen(_Gen):
             self.emit(ind, "int64_t d0 = d;")
         outs, ds = [], []
         still = False
+        spawned: list[tuple[int, FnCall]] = []  # fiber calls: children of one spawn
         for j, c in enumerate(e.calls):
             if not isinstance(c, FnCall) or c.fn not in self.use:
                 raise Unsupported("a parallel of something other than calls")
+            if c.fn in self.fibers:
+                spawned.append((j, c))
+                outs.append(None)
+                continue
             use = self.use[c.fn]
             r = self.fresh()
             args = [self.atom(a) for a in c.args]
@@ -480,6 +527,29 @@ class _CGen(_Gen):
                 self.set(ind, r, self.call_expr(c.fn, args, "d0"))
                 still = True
             outs.append(r)
+        if spawned:  # after the other calls, as the Python program (their order matters)
+            r = self.fresh()
+            n = len(spawned)
+            fns = ", ".join(_tramp(c.fn) for _, c in spawned)
+            self.emit(ind, "{")
+            self.emit(ind + 1, f"fiber_fn sf[{n}] = {{{fns}}};")
+            self.emit(ind + 1, f"PyObject *sa[{n}];")
+            for i, (_, c) in enumerate(spawned):
+                args = [self.atom(a) for a in c.args]
+                pack = (
+                    f"PyTuple_Pack({len(args)}{''.join(', ' + a for a in args)})"
+                    if args
+                    else "NEWREF(EMPTY)"
+                )
+                self.emit(ind + 1, f"sa[{i}] = {pack};")
+            self.set(ind + 1, r, f"fiber_spawn(st, {n}, sf, sa, d0)")
+            self.emit(ind, "}")
+            for i, (j, _) in enumerate(spawned):
+                outs[j] = f"spawn_value({r}, {i})"
+                dd = f"ds{j}"
+                self.emit(ind, f"int64_t {dd};")
+                self.emit(ind, f"if (spawn_depth({r}, {i}, &{dd}) < 0) goto error;")
+                ds.append(dd)
         self.set(
             ind,
             target,
@@ -500,6 +570,18 @@ class _CGen(_Gen):
         extra = [self.atom(a) for a in e.extra]
         items, res = self.fresh(), self.fresh()
         self.set(ind, items, f"to_list(st, {self.atom(e.xs)})")
+        if e.fn in self.fibers:  # every item a child fiber of one spawn
+            ex, r = self.fresh(), self.fresh()
+            pack = (
+                f"PyTuple_Pack({len(extra)}{''.join(', ' + a for a in extra)})"
+                if extra
+                else "NEWREF(EMPTY)"
+            )
+            self.set(ind, ex, pack)
+            self.set(ind, r, f"fiber_spawn_map(st, {_tramp(e.fn)}, {items}, {ex}, d)")
+            self.set(ind, res, f"spawn_values({r}, &d)")
+            self.set(ind, target, f"from_list(st, {res})")
+            return
         self.set(ind, res, f"PyList_New(PyList_GET_SIZE({items}))")
         self.emit(ind, "{")
         if use == MOVES:
@@ -561,6 +643,16 @@ typedef struct {
     Py_ssize_t len, cap;
 } rbuf_t;
 
+/* fibers (programs that read tensor values): x86-64 switches stacks with the few
+   instructions of acrobat_fiber_switch below; elsewhere (or with ACROBAT_FIBER_UCONTEXT)
+   with ucontext, whose swapcontext also makes a system call per switch */
+#if !defined(__x86_64__) || defined(ACROBAT_FIBER_UCONTEXT)
+#define FIBER_UCONTEXT 1
+#include <ucontext.h>
+#endif
+#include <sys/mman.h>
+typedef struct fiber fiber_t;
+
 typedef struct {
     PyObject_HEAD
     int64_t nv, inst;
@@ -569,6 +661,15 @@ typedef struct {
     PyObject *weights; /* the tuple of weight value ids */
     PyObject **w;      /* its items */
     rbuf_t rec[N_KERNELS > 0 ? N_KERNELS : 1];
+    fiber_t *cur;      /* the fiber running (NULL: the scheduler's own stack) */
+    char *stack_lo;    /* a host function whose frame lies below this stops (NULL: no fiber) */
+    void *main_sp;     /* the scheduler's stack pointer while a fiber runs */
+#ifdef FIBER_UCONTEXT
+    ucontext_t main_ctx;
+#endif
+    fiber_t **fibers;  /* every fiber of the run in progress */
+    Py_ssize_t n_fibers, cap_fibers;
+    int callback_failed; /* run_fibers raised what flush or read_all raised */
 } hs_t;
 
 static PyObject *K[N_CONSTS > 0 ? N_CONSTS : 1];
@@ -782,6 +883,349 @@ static PyObject *to_float(PyObject *x) {
 }
 """
 
+_FIBERS = r"""
+/* ---- fibers: the protocol of acrobat/runtime/fibers.py, on C stacks ----
+   Every instance (and every child of a spawn) runs its host functions as plain C calls on
+   a stack of its own; a tensor read, a spawn or a phase barrier switches back to the
+   scheduler (hs_run_fibers), which runs the fibers in the order the Python scheduler does,
+   so both programs record the same nodes with the same value ids. */
+#define FIBER_STACK ((size_t)512 << 10)
+#define FIBER_GUARD ((size_t)4096)
+#define FIBER_MARGIN ((size_t)128 << 10) /* kept free below the deepest host frame */
+#define FIBER_POOL 1024                   /* stacks kept for the next fibers */
+
+enum { F_NEW, F_RUN, F_READ, F_SPAWN, F_PHASE, F_DONE, F_ERROR };
+
+typedef PyObject *(*fiber_fn)(hs_t *st, PyObject *args, int64_t *dp);
+
+struct fiber {
+    void *sp; /* its stack pointer while it waits */
+#ifdef FIBER_UCONTEXT
+    ucontext_t ctx;
+#endif
+    char *stack;            /* FIBER_STACK bytes (NULL until it first runs) */
+    fiber_t *parent;        /* the spawning fiber (NULL: an instance) */
+    Py_ssize_t slot;        /* its place in the parent's results (an instance: its number) */
+    Py_ssize_t pending;     /* a spawn's children still running */
+    PyObject *results;      /* a spawn's results so far: a tuple of (value, depth) */
+    fiber_t **kids;         /* a spawn's children, for the scheduler to queue */
+    Py_ssize_t n_kids;
+    int64_t inst, d;        /* its instance; the depth it starts at */
+    int depth, state, op, abort;
+    fiber_fn fn;            /* what it runs, on */
+    PyObject *args;         /* these arguments (a tuple; owned until it starts) */
+    PyObject *ret;          /* F_DONE: (value, depth) */
+    PyObject *vid;          /* F_READ: the value id it reads */
+    PyObject *answer;       /* what its wait returns (owned until taken) */
+};
+
+static char *fiber_pool[FIBER_POOL];
+static int fiber_pooled; /* the pool is touched under the GIL only */
+
+static char *stack_get(void) {
+    if (fiber_pooled > 0)
+        return fiber_pool[--fiber_pooled];
+    void *p = mmap(NULL, FIBER_STACK, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    if (mprotect(p, FIBER_GUARD, PROT_NONE) != 0) { /* a guard page below the stack */
+        munmap(p, FIBER_STACK);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    return (char *)p;
+}
+
+static void stack_put(char *s) {
+    if (fiber_pooled < FIBER_POOL)
+        fiber_pool[fiber_pooled++] = s;
+    else
+        munmap(s, FIBER_STACK);
+}
+
+static hs_t *fiber_boot; /* the run whose fiber starts now (set under the GIL) */
+static void fiber_start(void);
+
+#ifndef FIBER_UCONTEXT
+/* acrobat_fiber_switch(save, to): push the callee-saved registers and the floating-point
+   control words, store the stack pointer in *save, and continue on the stack `to` (one
+   this function saved, or one fiber_init laid out as if it had) */
+__attribute__((visibility("hidden"))) void acrobat_fiber_switch(void **save, void *to);
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl acrobat_fiber_switch\n"
+        ".hidden acrobat_fiber_switch\n"
+        ".type acrobat_fiber_switch, @function\n"
+        "acrobat_fiber_switch:\n"
+        "    pushq %rbp\n"
+        "    pushq %rbx\n"
+        "    pushq %r12\n"
+        "    pushq %r13\n"
+        "    pushq %r14\n"
+        "    pushq %r15\n"
+        "    subq $8, %rsp\n"
+        "    stmxcsr (%rsp)\n"
+        "    fnstcw 4(%rsp)\n"
+        "    movq %rsp, (%rdi)\n"
+        "    movq %rsi, %rsp\n"
+        "    ldmxcsr (%rsp)\n"
+        "    fldcw 4(%rsp)\n"
+        "    addq $8, %rsp\n"
+        "    popq %r15\n"
+        "    popq %r14\n"
+        "    popq %r13\n"
+        "    popq %r12\n"
+        "    popq %rbx\n"
+        "    popq %rbp\n"
+        "    ret\n"
+        ".size acrobat_fiber_switch, .-acrobat_fiber_switch\n");
+
+static void fiber_init(fiber_t *f) {
+    uint64_t *sp = (uint64_t *)(((uintptr_t)(f->stack + FIBER_STACK)) & ~(uintptr_t)15);
+    *--sp = 0;                              /* fiber_start's return address: never used */
+    *--sp = (uint64_t)(uintptr_t)fiber_start; /* where the switch returns to */
+    for (int i = 0; i < 6; i++)             /* rbp rbx r12 r13 r14 r15 */
+        *--sp = 0;
+    uint32_t mx;
+    uint16_t cw;
+    __asm__ volatile("stmxcsr %0" : "=m"(mx));
+    __asm__ volatile("fnstcw %0" : "=m"(cw));
+    *--sp = 0;
+    memcpy(sp, &mx, sizeof mx);
+    memcpy((char *)sp + 4, &cw, sizeof cw);
+    f->sp = sp;
+}
+#define TO_FIBER(st, f) acrobat_fiber_switch(&(st)->main_sp, (f)->sp)
+#define TO_SCHEDULER(st, f) acrobat_fiber_switch(&(f)->sp, (st)->main_sp)
+#else
+static void fiber_init(fiber_t *f) {
+    getcontext(&f->ctx);
+    f->ctx.uc_stack.ss_sp = f->stack + FIBER_GUARD;
+    f->ctx.uc_stack.ss_size = FIBER_STACK - FIBER_GUARD;
+    f->ctx.uc_link = NULL;
+    makecontext(&f->ctx, fiber_start, 0);
+}
+#define TO_FIBER(st, f) swapcontext(&(st)->main_ctx, &(f)->ctx)
+#define TO_SCHEDULER(st, f) swapcontext(&(f)->ctx, &(st)->main_ctx)
+#endif
+
+/* run fiber f until it waits or ends (its state says which); -1: no stack for it */
+static int fiber_resume(hs_t *st, fiber_t *f) {
+    if (f->stack == NULL) {
+        if ((f->stack = stack_get()) == NULL)
+            return -1;
+        fiber_init(f);
+    }
+    st->cur = f;
+    st->inst = f->inst;
+    st->depth = f->depth;
+    st->stack_lo = f->stack + FIBER_GUARD + FIBER_MARGIN;
+    f->state = F_RUN;
+    fiber_boot = st;
+    TO_FIBER(st, f);
+    st->cur = NULL;
+    st->stack_lo = NULL;
+    return 0;
+}
+
+static void fiber_start(void) {
+    hs_t *st = fiber_boot;
+    fiber_t *f = st->cur;
+    int64_t d = f->d;
+    PyObject *args = f->args;
+    f->args = NULL;
+    PyObject *r = f->fn(st, args, &d);
+    Py_DECREF(args);
+    f->state = F_ERROR;
+    if (r != NULL) {
+        PyObject *dd = PyLong_FromLongLong(d);
+        if (dd != NULL) {
+            f->ret = PyTuple_Pack(2, r, dd);
+            Py_DECREF(dd);
+            if (f->ret != NULL)
+                f->state = F_DONE;
+        }
+        Py_DECREF(r);
+    }
+    TO_SCHEDULER(st, f); /* never resumed */
+    abort();
+}
+
+/* wait in state `state` until the scheduler resumes this fiber; -1 when the run stops */
+static int fiber_wait(hs_t *st, int state) {
+    fiber_t *f = st->cur;
+    if (f == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a fiber's wait outside run_fibers");
+        return -1;
+    }
+    f->state = state;
+    f->depth = st->depth;
+    TO_SCHEDULER(st, f);
+    if (f->abort) {
+        PyErr_SetString(PyExc_RuntimeError, "the run stopped");
+        return -1;
+    }
+    return 0;
+}
+
+/* the value of a tensor read (op: READ_ITEM or READ_ARGMAX of value id vid), once the
+   scheduler has executed what is pending; a new reference */
+static PyObject *fiber_read(hs_t *st, int op, PyObject *vid) {
+    fiber_t *f = st->cur;
+    if (f == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a tensor read outside run_fibers");
+        return NULL;
+    }
+    f->op = op;
+    Py_INCREF(vid);
+    Py_XSETREF(f->vid, vid);
+    if (fiber_wait(st, F_READ) < 0)
+        return NULL;
+    PyObject *a = f->answer;
+    f->answer = NULL;
+    return a;
+}
+
+static int fiber_phase(hs_t *st) { return fiber_wait(st, F_PHASE); }
+
+static fiber_t *fiber_new(hs_t *st, fiber_fn fn, PyObject *args, int64_t d, int64_t inst,
+                          fiber_t *parent, Py_ssize_t slot) {
+    if (st->n_fibers == st->cap_fibers) {
+        Py_ssize_t cap = st->cap_fibers ? 2 * st->cap_fibers : 256;
+        fiber_t **grown = PyMem_Realloc(st->fibers, (size_t)cap * sizeof(fiber_t *));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        st->fibers = grown;
+        st->cap_fibers = cap;
+    }
+    fiber_t *f = PyMem_Calloc(1, sizeof(fiber_t));
+    if (f == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    st->fibers[st->n_fibers++] = f;
+    f->fn = fn;
+    Py_INCREF(args);
+    f->args = args;
+    f->d = d;
+    f->inst = inst;
+    f->parent = parent;
+    f->slot = slot;
+    f->state = F_NEW;
+    return f;
+}
+
+/* child i's value (borrowed) and depth, of a spawn's results */
+static PyObject *spawn_value(PyObject *results, Py_ssize_t i) {
+    return PyTuple_GET_ITEM(PyTuple_GET_ITEM(results, i), 0);
+}
+
+static int spawn_depth(PyObject *results, Py_ssize_t i, int64_t *d) {
+    long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(results, i), 1));
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    *d = (int64_t)v;
+    return 0;
+}
+
+/* run fns[i](args[i] (stolen), depth d) as n child fibers of the running one, and wait for
+   them all: a new tuple of their (value, depth), in order */
+static PyObject *fiber_spawn(hs_t *st, Py_ssize_t n, fiber_fn *fns, PyObject **args, int64_t d) {
+    fiber_t *f = st->cur;
+    int ok = f != NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        ok = ok && args[i] != NULL;
+    if (ok && (f->kids = PyMem_Calloc((size_t)n, sizeof(fiber_t *))) == NULL) {
+        PyErr_NoMemory();
+        ok = 0;
+    }
+    if (ok && (f->results = PyTuple_New(n)) == NULL)
+        ok = 0;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        f->kids[i] = fiber_new(st, fns[i], args[i], d, f->inst, f, i);
+        ok = f->kids[i] != NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_XDECREF(args[i]);
+    if (!ok) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_RuntimeError, "a spawn outside run_fibers");
+        if (f != NULL) { /* children made so far never run: the run stops */
+            PyMem_Free(f->kids);
+            f->kids = NULL;
+            Py_CLEAR(f->results);
+        }
+        return NULL;
+    }
+    f->n_kids = f->pending = n;
+    if (fiber_wait(st, F_SPAWN) < 0)
+        return NULL;
+    PyObject *r = f->results;
+    f->results = NULL;
+    return r;
+}
+
+/* map of a fiber function: fn(item, *extra) for every item, as children; () for none */
+static PyObject *fiber_spawn_map(hs_t *st, fiber_fn fn, PyObject *items, PyObject *extra,
+                                 int64_t d) {
+    Py_ssize_t n = PyList_GET_SIZE(items), k = PyTuple_GET_SIZE(extra);
+    if (n == 0)
+        return NEWREF(EMPTY);
+    fiber_fn *fns = PyMem_Malloc((size_t)n * sizeof(fiber_fn));
+    PyObject **args = PyMem_Calloc((size_t)n, sizeof(PyObject *));
+    if (fns == NULL || args == NULL) {
+        PyMem_Free(fns);
+        PyMem_Free(args);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        fns[i] = fn;
+        PyObject *a = PyTuple_New(1 + k);
+        if (a != NULL) {
+            PyObject *x = PyList_GET_ITEM(items, i);
+            Py_INCREF(x);
+            PyTuple_SET_ITEM(a, 0, x);
+            for (Py_ssize_t j = 0; j < k; j++) {
+                PyObject *y = PyTuple_GET_ITEM(extra, j);
+                Py_INCREF(y);
+                PyTuple_SET_ITEM(a, 1 + j, y);
+            }
+        }
+        args[i] = a;
+    }
+    PyObject *r = fiber_spawn(st, n, fns, args, d);
+    PyMem_Free(fns);
+    PyMem_Free(args);
+    return r;
+}
+
+/* the values of a spawn's results, as a list; *d becomes the max of *d and their depths */
+static PyObject *spawn_values(PyObject *results, int64_t *d) {
+    Py_ssize_t n = PyTuple_GET_SIZE(results);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t di;
+        if (spawn_depth(results, i, &di) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (di > *d)
+            *d = di;
+        PyObject *x = spawn_value(results, i);
+        Py_INCREF(x);
+        PyList_SET_ITEM(out, i, x);
+    }
+    return out;
+}
+"""
+
 _EPILOGUE = r"""
 static PyObject *hs_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     hs_t *st = (hs_t *)self;
@@ -845,6 +1289,245 @@ static PyObject *hs_entry(PyObject *self, PyObject *const *args, Py_ssize_t narg
     return out;
 }
 
+/* take_records(k) -> bytearray: kernel k's rows recorded since the last take, which
+   are then dropped */
+static PyObject *hs_take_records(PyObject *self, PyObject *arg) {
+    PyObject *out = hs_records(self, arg);
+    if (out != NULL)
+        ((hs_t *)self)->rec[PyLong_AsSsize_t(arg)].len = 0;
+    return out;
+}
+
+static PyObject *hs_callback_failed(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return PyBool_FromLong(((hs_t *)self)->callback_failed);
+}
+
+#ifdef ENTRY_FIBER
+/* a FIFO of fibers (the scheduler's ready queue) or a list (reads, barrier) */
+typedef struct {
+    fiber_t **at;
+    Py_ssize_t head, len, cap;
+} fiber_queue;
+
+static int queue_push(fiber_queue *q, fiber_t *f) {
+    if (q->head + q->len == q->cap) {
+        if (q->head > 0 && q->head >= q->len) { /* room at the front: move down */
+            memmove(q->at, q->at + q->head, (size_t)q->len * sizeof(fiber_t *));
+            q->head = 0;
+        } else {
+            Py_ssize_t cap = q->cap ? 2 * q->cap : 256;
+            fiber_t **grown = PyMem_Realloc(q->at, (size_t)cap * sizeof(fiber_t *));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            q->at = grown;
+            q->cap = cap;
+        }
+    }
+    q->at[q->head + q->len++] = f;
+    return 0;
+}
+
+static fiber_t *queue_pop(fiber_queue *q) {
+    fiber_t *f = q->at[q->head++];
+    if (--q->len == 0)
+        q->head = 0;
+    return f;
+}
+
+/* stop every fiber that waits (each unwinds its C frames, releasing what they hold), then
+   free them all; the exception in flight, if any, stays */
+static void fibers_free(hs_t *st) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    for (Py_ssize_t i = 0; i < st->n_fibers; i++) {
+        fiber_t *f = st->fibers[i];
+        if (f->stack != NULL && f->state != F_DONE && f->state != F_ERROR) {
+            f->abort = 1;
+            fiber_resume(st, f); /* it has a stack: no allocation, cannot fail */
+            PyErr_Clear();
+        }
+    }
+    for (Py_ssize_t i = 0; i < st->n_fibers; i++) {
+        fiber_t *f = st->fibers[i];
+        Py_XDECREF(f->args);
+        Py_XDECREF(f->ret);
+        Py_XDECREF(f->vid);
+        Py_XDECREF(f->answer);
+        Py_XDECREF(f->results);
+        PyMem_Free(f->kids);
+        if (f->stack != NULL)
+            stack_put(f->stack);
+        PyMem_Free(f);
+    }
+    PyMem_Free(st->fibers);
+    st->fibers = NULL;
+    st->n_fibers = st->cap_fibers = 0;
+    PyErr_Restore(type, value, tb);
+}
+
+/* run_fibers(arguments, depth, flush, read_all) -> (results, passes): every instance's
+   entry function as a fiber (acrobat.runtime.fibers.run_fibers's protocol and order);
+   when every fiber waits for a tensor value, flush() executes what is pending and
+   read_all(ops, value ids) answers every read of the round, in order */
+static PyObject *hs_run_fibers(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    hs_t *st = (hs_t *)self;
+    if (nargs != 4 || !PyList_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "run_fibers(arguments: list, depth, flush, read_all)");
+        return NULL;
+    }
+    if (st->fibers != NULL || st->cur != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "run_fibers is running already");
+        return NULL;
+    }
+    int64_t base = PyLong_AsLongLong(args[1]);
+    if (base == -1 && PyErr_Occurred())
+        return NULL;
+    PyObject *roots = args[0], *flush = args[2], *read_all = args[3];
+    Py_ssize_t n = PyList_GET_SIZE(roots);
+    PyObject *results = PyList_New(n), *out = NULL;
+    fiber_queue ready = {0}, reads = {0}, barrier = {0};
+    long passes = 0;
+    st->callback_failed = 0;
+    if (results == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyList_SET_ITEM(results, i, NEWREF(Py_None));
+        PyObject *a = PySequence_Tuple(PyList_GET_ITEM(roots, i));
+        if (a == NULL)
+            goto fail;
+        if (PyTuple_GET_SIZE(a) != @N_PARAMS@) {
+            Py_DECREF(a);
+            PyErr_SetString(PyExc_TypeError, "an instance with the wrong number of arguments");
+            goto fail;
+        }
+        fiber_t *f = fiber_new(st, ENTRY_FIBER, a, base, i, NULL, i);
+        Py_DECREF(a);
+        if (f == NULL || queue_push(&ready, f) < 0)
+            goto fail;
+    }
+    for (;;) {
+        while (ready.len) {
+            fiber_t *f = queue_pop(&ready);
+            if (fiber_resume(st, f) < 0)
+                goto fail;
+            switch (f->state) {
+            case F_READ:
+                if (queue_push(&reads, f) < 0)
+                    goto fail;
+                break;
+            case F_SPAWN:
+                for (Py_ssize_t i = 0; i < f->n_kids; i++)
+                    if (queue_push(&ready, f->kids[i]) < 0)
+                        goto fail;
+                PyMem_Free(f->kids);
+                f->kids = NULL;
+                break;
+            case F_PHASE:
+                if (queue_push(&barrier, f) < 0)
+                    goto fail;
+                break;
+            case F_DONE: {
+                stack_put(f->stack);
+                f->stack = NULL;
+                PyObject *ret = f->ret;
+                f->ret = NULL;
+                fiber_t *p = f->parent;
+                if (p == NULL) {
+                    PyList_SetItem(results, f->slot, ret);
+                } else {
+                    PyTuple_SET_ITEM(p->results, f->slot, ret);
+                    if (--p->pending == 0 && queue_push(&ready, p) < 0)
+                        goto fail;
+                }
+                break;
+            }
+            default: /* F_ERROR: the exception is set */
+                goto fail;
+            }
+        }
+        if (reads.len) {
+            PyObject *r = PyObject_CallNoArgs(flush);
+            if (r == NULL) {
+                st->callback_failed = 1;
+                goto fail;
+            }
+            Py_DECREF(r);
+            passes++;
+            PyObject *ops = PyList_New(reads.len), *vids = PyList_New(reads.len);
+            for (Py_ssize_t i = 0; ops != NULL && vids != NULL && i < reads.len; i++) {
+                fiber_t *f = reads.at[reads.head + i];
+                PyObject *op = PyLong_FromLong(f->op);
+                if (op == NULL) {
+                    Py_CLEAR(ops);
+                    break;
+                }
+                PyList_SET_ITEM(ops, i, op);
+                PyList_SET_ITEM(vids, i, NEWREF(f->vid));
+            }
+            if (ops == NULL || vids == NULL) {
+                Py_XDECREF(ops);
+                Py_XDECREF(vids);
+                goto fail;
+            }
+            PyObject *answers = PyObject_CallFunctionObjArgs(read_all, ops, vids, NULL);
+            Py_DECREF(ops);
+            Py_DECREF(vids);
+            if (answers == NULL) {
+                st->callback_failed = 1;
+                goto fail;
+            }
+            PyObject *seq = PySequence_Fast(answers, "read_all must return a sequence");
+            Py_DECREF(answers);
+            if (seq == NULL || PySequence_Fast_GET_SIZE(seq) != reads.len) {
+                if (seq != NULL) {
+                    Py_DECREF(seq);
+                    PyErr_SetString(PyExc_ValueError, "read_all answered another number of reads");
+                }
+                st->callback_failed = 1;
+                goto fail;
+            }
+            for (Py_ssize_t i = 0; i < reads.len; i++) {
+                fiber_t *f = reads.at[reads.head + i];
+                Py_XSETREF(f->answer, NEWREF(PySequence_Fast_GET_ITEM(seq, i)));
+                Py_CLEAR(f->vid);
+                if (queue_push(&ready, f) < 0) {
+                    Py_DECREF(seq);
+                    goto fail;
+                }
+            }
+            Py_DECREF(seq);
+            reads.head = reads.len = 0;
+        } else if (barrier.len) {
+            for (Py_ssize_t i = 0; i < barrier.len; i++)
+                if (queue_push(&ready, barrier.at[barrier.head + i]) < 0)
+                    goto fail;
+            barrier.head = barrier.len = 0;
+        } else {
+            break;
+        }
+    }
+    out = Py_BuildValue("(Ol)", results, passes);
+fail:
+    Py_DECREF(results);
+    PyMem_Free(ready.at);
+    PyMem_Free(reads.at);
+    PyMem_Free(barrier.at);
+    fibers_free(st);
+    return out;
+}
+#else
+static PyObject *hs_run_fibers(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    (void)args;
+    (void)nargs;
+    PyErr_SetString(PyExc_TypeError, "run_fibers: the entry function is no fiber function");
+    return NULL;
+}
+#endif
+
 static void hs_dealloc(PyObject *self) {
     hs_t *st = (hs_t *)self;
     for (int k = 0; k < N_KERNELS; k++)
@@ -861,6 +1544,12 @@ static PyMethodDef hs_methods[] = {
     {"records", hs_records, METH_O, "records(k): kernel k's rows so far, int64"},
     {"entry", (PyCFunction)(void (*)(void))hs_entry, METH_FASTCALL,
      "entry(*arguments, depth) -> (result, depth): one instance's host program"},
+    {"take_records", hs_take_records, METH_O,
+     "take_records(k): kernel k's rows since the last take, int64; then dropped"},
+    {"run_fibers", (PyCFunction)(void (*)(void))hs_run_fibers, METH_FASTCALL,
+     "run_fibers(arguments, depth, flush, read_all) -> (results, passes)"},
+    {"callback_failed", hs_callback_failed, METH_NOARGS,
+     "whether the last run_fibers raised what flush or read_all raised"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -897,6 +1586,12 @@ static PyObject *hs_make(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     st->weights = args[1];
     st->w = ((PyTupleObject *)args[1])->ob_item;
     memset(st->rec, 0, sizeof st->rec);
+    st->cur = NULL;
+    st->stack_lo = NULL;
+    st->main_sp = NULL;
+    st->fibers = NULL;
+    st->n_fibers = st->cap_fibers = 0;
+    st->callback_failed = 0;
     return (PyObject *)st;
 }
 
@@ -931,13 +1626,17 @@ def generate_host_c(
 ) -> str | None:
     """C source of the host program :func:`~acrobat.codegen.host.generate_host` makes for
     the same arguments (its module name is :data:`MODULE_PLACEHOLDER`, set when it is
-    built), or None when the program has fiber functions or a construct the C program
-    does not emit. ``weights``: the Python program's ``HostProgram.weight_values``; the
-    C program's ``make(adt_class, ids)`` takes their value ids in that order."""
-    if fibers:
+    built), or None when the program has a construct the C program does not emit.
+    ``weights``: the Python program's ``HostProgram.weight_values``; the C program's
+    ``make(adt_class, ids)`` takes their value ids in that order.
+
+    A program with fiber functions (its entry one of them) gets them as C functions run on
+    fibers of their own (``run_fibers``); not on Python 3.14 and later, whose recursion
+    checks read the C stack's bounds (a fiber's stack lies outside them)."""
+    if fibers and (m.entry not in fibers or sys.version_info >= (3, 14)):
         return None
     kernels = [f.name for f in m.functions if f.is_kernel]
-    g = _CGen(m, kernels, base, independence, weights)
+    g = _CGen(m, fibers, kernels, base, independence, weights)
     fns = [f for f in m.functions if not f.is_kernel]
     try:
         bodies = [g.function(f) for f in fns]
@@ -948,6 +1647,13 @@ def generate_host_c(
         return None
     protos = [g.signature(f) + ";" for f in fns]
     code = "\n".join(line for body in bodies for line in body)
+    tramps = []  # fiber functions on a tuple of their arguments (what a fiber runs)
+    for f in fns:
+        if f.name in fibers:
+            args = "".join(f", PyTuple_GET_ITEM(a, {i})" for i in range(len(f.params)))
+            head = f"static PyObject *{_tramp(f.name)}(hs_t *st, PyObject *a, int64_t *dp)"
+            protos.append(head + ";")
+            tramps.append(f"{head} {{ return {_fn(f.name)}(st{args}, dp); }}")
     init = []
     for i, c in enumerate(g.const_code):
         init.append(f"    if ((K[{i}] = {c}) == NULL) return NULL;")
@@ -962,20 +1668,20 @@ def generate_host_c(
         .replace("@N_CONSTS@", str(len(g.consts)))
         .replace("@N_CTORS@", str(len(g.ctors)))
     )
-    epilogue = (
-        _EPILOGUE.replace("@N_PARAMS@", str(len(entry.params)))
-        .replace("@ENTRY@", _fn(m.entry))
-        .replace("@ENTRY_ARGS@", "".join(f", args[{i}]" for i in range(len(entry.params))))
-        .replace("@N_WEIGHTS@", str(len(weights)))
-        .replace("@INIT@", "\n".join(init))
-    )
+    epilogue = (f"#define ENTRY_FIBER {_tramp(m.entry)}\n" if fibers else "") + _EPILOGUE.replace(
+        "@N_PARAMS@", str(len(entry.params))
+    ).replace("@ENTRY@", _fn(m.entry)).replace(
+        "@ENTRY_ARGS@", "".join(f", args[{i}]" for i in range(len(entry.params)))
+    ).replace("@N_WEIGHTS@", str(len(weights))).replace("@INIT@", "\n".join(init))
     return "\n".join(
         [
             "/* acrobat's host program, compiled (acrobat/codegen/host_c.py generated it) */",
             prelude,
+            _FIBERS if fibers else "",
             *protos,
             "",
             code,
+            *tramps,
             epilogue,
         ]
     )

@@ -152,8 +152,9 @@ class RunStats(Mapping):
             (why)"``); when off, every product runs on NumPy's ``matmul``.
         host_code: which host program recorded the run's DFG: ``"c"`` (the compiled one,
             :mod:`acrobat.codegen.host_c`) or ``"python"``, with why when the C program
-            was not used (``"python (fiber functions)"``, ``"python (c run failed: ...;
-            the python program ran instead)"``, ...). Empty for a direct run.
+            was not used (``"python (ACROBAT_HOST_C=0)"``, ``"python (the c run stopped:
+            ...; the python program ran instead)"``, or ``"... ran from the start)"`` when
+            a fiber run had executed a flush, ...). Empty for a direct run.
     """
 
     gen_ms: float = 0.0
@@ -236,6 +237,11 @@ def _records(flat: list, width: int, kernel: str) -> np.ndarray:
                         "in the int64 range",
                     ) from None
         raise
+
+
+class _StartAgain(Exception):
+    """The compiled fiber program stopped after a flush had executed nodes: the run
+    starts over with the Python program (the message says why)."""
 
 
 class _RunState:
@@ -348,7 +354,7 @@ class Runtime:
         self.python_host_ms = 0.0  # the Python host program's time over this runtime's runs
         self.host_c_failed = False  # its build failed (the reason is in host_c_why)
         if self.host.c_source is None:
-            self.host_c_why = "fiber functions" if self.host.fibers else "not emitted as C"
+            self.host_c_why = "not emitted as C"
         else:
             self.host_c_why = "not built yet"
         self.default_limit, self.limit_read_at = 0, -1e9
@@ -392,7 +398,15 @@ class Runtime:
             t_up = time.perf_counter()
             args, first_free = self.upload(st, instances)
             upload = ("upload", t_up, time.perf_counter())
-            raw = self.record(st, args, first_free)  # counts st.spans so far as its flushes
+            try:
+                raw = self.record(st, args, first_free)  # counts st.spans so far as flushes
+            except _StartAgain as again:  # the C fibers stopped after executing something
+                st = self.start_again(st, policy, trace_level, memory_limit, why)
+                t_up = time.perf_counter()
+                args, first_free = self.upload(st, instances)
+                upload = ("upload", t_up, time.perf_counter())
+                raw = self.record(st, args, first_free, python=True)
+                st.stats.host_code = f"python ({again}; the python program ran from the start)"
             st.spans.append(upload)
             self.flush(st)
             t_out = time.perf_counter()
@@ -410,6 +424,17 @@ class Runtime:
         self.finish(st, len(instances))
         self.chooser.observe(group, "batched", st.stats.total_ms, st.stats.nodes)
         return RunResult(outputs, st.trace, st.stats)
+
+    def start_again(
+        self, old: _RunState, policy: str, trace_level: str, memory_limit, why: str
+    ) -> _RunState:
+        """A fresh run state (statistics, trace, arenas) for running the instances again,
+        whose clock still starts when the first attempt's did."""
+        st = _RunState(self, policy, trace_level)
+        st.stats.strategy_reason = why
+        self.begin(st, memory_limit)
+        st.t0 = old.t0
+        return st
 
     def run_direct(
         self,
@@ -490,20 +515,29 @@ class Runtime:
             nv += 1
         return args_list, nv
 
-    def record(self, st: _RunState, args_list: list[list], first_free: int) -> list:
+    def record(
+        self, st: _RunState, args_list: list[list], first_free: int, python: bool = False
+    ) -> list:
         """Run the host program for every instance: it records their DFG nodes. Fiber
         programs flush whenever every instance waits for a tensor value. Returns each
-        instance's ``(result, depth)``."""
+        instance's ``(result, depth)``. ``python``: the Python program, even when the C
+        one is built."""
         ex = self.executor
         tg = time.perf_counter()
         st.start(0, first_free)
         if self.entry_is_fiber:
-            st.stats.host_code = f"python ({self.host_c_why})"
-            roots = [Fiber(st.entry(*a, self.base), i) for i, a in enumerate(args_list)]
-
-            raw, _ = run_fibers(roots, st.start, lambda: self.flush(st), ex.answer_reads)
+            raw = None
+            if self.host_c is not None and not python:
+                raw = self.record_c_fibers(st, args_list, first_free)
+            if raw is None:
+                if not st.stats.host_code:
+                    st.stats.host_code = f"python ({self.host_c_why})"
+                roots = [Fiber(st.entry(*a, self.base), i) for i, a in enumerate(args_list)]
+                raw, _ = run_fibers(roots, st.start, lambda: self.flush(st), ex.answer_reads)
         else:
-            raw = self.record_c(st, args_list, first_free) if self.host_c is not None else None
+            raw = None
+            if self.host_c is not None and not python:
+                raw = self.record_c(st, args_list, first_free)
             if raw is None:
                 if not st.stats.host_code:
                     st.stats.host_code = f"python ({self.host_c_why})"
@@ -582,6 +616,38 @@ class Runtime:
             )
             return None
         st.next_value = hs.next_value
+        st.stats.host_code = "c"
+        return raw
+
+    def record_c_fibers(self, st: _RunState, args_list: list[list], first_free: int):
+        """:meth:`record` of a fiber program by the compiled one (its fibers on C stacks):
+        each instance's ``(result, depth)``; the records since the last flush kept in
+        ``st.arrays``. None when it stopped before executing anything (then the Python
+        program runs the instances, as :meth:`record_c`); raises :class:`_StartAgain`
+        when it stopped after a flush had executed nodes; what a flush or a read raised
+        (e.g. a memory limit) propagates as it would from the Python program."""
+        hs = self.host_c.make(AdtValue, tuple(st.weights[n] for n in self.host.weight_values))
+        hs.start(0, first_free)
+        python_next_value, st.next_value = st.next_value, hs.next_value
+        kernels = range(len(st.lists))
+
+        def flush():
+            st.arrays = [np.frombuffer(hs.take_records(k), np.int64) for k in kernels]
+            self.flush(st)
+
+        try:
+            raw, _ = hs.run_fibers(args_list, self.base, flush, self.executor.answer_reads)
+        except Exception as err:
+            if hs.callback_failed():
+                raise
+            why = f"the c run stopped: {type(err).__name__}: {err}"
+            if st.passes:
+                raise _StartAgain(why) from None
+            st.arrays = None
+            st.next_value = python_next_value
+            st.stats.host_code = f"python ({why}; the python program ran instead)"
+            return None
+        st.arrays = [np.frombuffer(hs.take_records(k), np.int64) for k in kernels]
         st.stats.host_code = "c"
         return raw
 

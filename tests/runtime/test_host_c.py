@@ -5,6 +5,11 @@ return the same results and the same next value id, on every model, option set a
 fuzz case; anything it cannot do (a recursion too deep for C, a host failure, an int past
 int64) must leave the run to the Python program, so that values and typed errors are the
 Python program's; and the runtime must say which program ran (``RunStats.host_code``).
+
+Programs that read tensor values (fiber functions) run their C functions on fibers of
+their own (C stacks): every flush of such a run must get the Python program's rows, in
+the same passes, and a C run that stops after a flush executed nodes starts the whole run
+over with the Python program.
 """
 
 from __future__ import annotations
@@ -63,6 +68,28 @@ def both_programs(prog, xs):
     return out
 
 
+def run_passes(prog, xs, mode):
+    """A run with the C program (mode "1") or the Python one ("0"), and each pass's records
+    per DFG kernel."""
+    res = run(prog, xs, mode)
+    return res, [[np.array(r) for r in dfg.records] for dfg in res.stats._dfgs]
+
+
+def assert_same_run(prog, xs):
+    """A fiber program: the C run flushes the Python run's rows, pass by pass, and returns
+    its values."""
+    (py, passes_py), (c, passes_c) = run_passes(prog, xs, "0"), run_passes(prog, xs, "1")
+    assert py.stats.host_code.startswith("python") and c.stats.host_code == "c"
+    assert len(passes_c) == len(passes_py) and len(passes_py) > 1  # reads: several flushes
+    for p, (a, b) in enumerate(zip(passes_py, passes_c)):
+        assert len(a) == len(b)
+        for k, (x, y) in enumerate(zip(a, b)):
+            assert np.array_equal(x, y), f"pass {p}, kernel {k}: records differ"
+    assert values_equal(py.outputs, c.outputs, rtol=0, atol=0)
+    for key in ("nodes", "launches", "passes", "bytes_gathered"):
+        assert c.stats[key] == py.stats[key], key
+
+
 def assert_same_program(prog, xs):
     (raw_py, recs_py, nv_py), (raw_c, recs_c, nv_c) = both_programs(prog, xs)
     assert nv_c == nv_py
@@ -78,11 +105,11 @@ def assert_same_program(prog, xs):
 def test_every_model_records_the_same_rows_in_c(name):
     spec = load(name, "small")
     prog = acrobat.compile(spec.module, spec.params)
-    if prog.taint.fiber_functions:  # tensor reads: the generator protocol stays Python
-        assert prog.host_program.c_source is None
-        return
     assert prog.host_program.c_source is not None
-    assert_same_program(prog, spec.instances(6, seed=2))
+    if prog.taint.fiber_functions:  # tensor reads: C functions on fibers
+        assert_same_run(prog, spec.instances(6, seed=2))
+    else:
+        assert_same_program(prog, spec.instances(6, seed=2))
 
 
 OPTION_SETS = [acrobat.CompileOptions().without(o) for o in OPTIMIZATIONS] + [
@@ -91,15 +118,16 @@ OPTION_SETS = [acrobat.CompileOptions().without(o) for o in OPTIMIZATIONS] + [
 
 
 @needs_native
-@pytest.mark.parametrize("name", ["birnn", "treelstm", "nestedrnn"])
+@pytest.mark.parametrize("name", ["birnn", "treelstm", "nestedrnn", "drnn", "stackrnn"])
 @pytest.mark.parametrize("options", OPTION_SETS, ids=lambda o: str(o)[:60])
 def test_option_sets_record_the_same_rows_in_c(name, options):
     spec = load(name, "small")
     prog = acrobat.compile(spec.module, spec.params, options)
-    if prog.host_program.c_source is None:
-        assert prog.taint.fiber_functions
-        return
-    assert_same_program(prog, spec.instances(4, seed=5))
+    assert prog.host_program.c_source is not None
+    if prog.taint.fiber_functions:
+        assert_same_run(prog, spec.instances(4, seed=5))
+    else:
+        assert_same_program(prog, spec.instances(4, seed=5))
 
 
 @needs_native
@@ -109,8 +137,24 @@ def test_saved_fuzz_cases_record_the_same_rows_in_c(path):
     module = acrobat.parse(case.source)
     params = acrobat.init_params(module, 0)
     prog = acrobat.compile(module, params)
-    if prog.host_program.c_source is None:  # tensor reads: its host program stays Python
-        assert prog.taint.fiber_functions
+    if prog.host_program.c_source is None:  # a construct the C program does not emit
+        return
+    if prog.taint.fiber_functions:  # the whole run: values or the same typed error
+        outcomes = []
+        for mode in ("0", "1"):
+            try:
+                outcomes.append(run_passes(prog, case.instances, mode))
+            except acrobat.AcrobatError as err:
+                outcomes.append((type(err), str(err)))
+        (a, b) = outcomes
+        if isinstance(a[0], type):
+            assert a == b
+            return
+        (py, passes_py), (c, passes_c) = a, b
+        assert values_equal(py.outputs, c.outputs, rtol=0, atol=0)
+        assert len(passes_py) == len(passes_c)
+        for x, y in zip(passes_py, passes_c):
+            assert all(np.array_equal(r, q) for r, q in zip(x, y))
         return
     try:
         expected = both_programs(prog, case.instances)
@@ -146,12 +190,141 @@ def test_the_runtime_says_which_program_ran_and_both_give_the_same_values():
     assert run(prog, xs, "0").stats.host_code.startswith("python")  # switched off again
 
 
-def test_fiber_programs_stay_python():
+@needs_native
+def test_fiber_programs_run_in_c_and_say_so():
     spec = load("drnn", "small")
     prog = acrobat.compile(spec.module, spec.params)
-    assert prog.host_program.c_source is None
-    res = run(prog, spec.instances(3, seed=0), "1")
-    assert res.stats.host_code == "python (fiber functions)"
+    xs = spec.instances(5, seed=0)
+    py, c = run(prog, xs, "0"), run(prog, xs, "1")
+    assert c.stats.host_code == "c" and py.stats.host_code == "python (ACROBAT_HOST_C=0)"
+    assert values_equal(c.outputs, py.outputs, rtol=0, atol=0)
+    expected = [spec.evaluate(x) for x in xs]
+    assert values_equal(c.outputs, expected, rtol=1e-4, atol=1e-5)
+    traced = acrobat.run(prog, xs, policy="acrobat", strategy="batched", trace_level="nodes")
+    assert traced.stats.host_code == "c" and values_equal(traced.outputs, py.outputs)
+
+
+def test_python_3_14_keeps_fiber_programs_python(monkeypatch):
+    """Python 3.14 checks recursion against the C stack's bounds, which a fiber's stack lies
+    outside of: the generator emits no C program for fibers there."""
+    spec = load("stackrnn", "small")
+    prog = acrobat.compile(spec.module, spec.params)
+    hp = prog.host_program
+    monkeypatch.setattr("sys.version_info", (3, 14, 0, "final", 0))
+    assert generate_host_c(prog.module, hp.fibers, 0, False, hp.weight_values) is None
+
+
+# a read first (so a flush executes nodes before anything else), then a recursion of a
+# plain host function on the fiber's stack: n frames deep
+DEEP_AFTER_READ = """H = Size("H", 2)
+
+def count(x: Tensor[H], n: int) -> Tensor[H]:
+    if n == 0:
+        return x
+    return tanh(count(x, n - 1))
+
+def main(x: Tensor[H], n: int) -> Tensor[H]:
+    if item(x[0:1]) > -1000.0:
+        return count(x, n)
+    return x
+"""
+
+
+@needs_native
+@pytest.mark.parametrize("depth", [3_000, MAX_C_DEPTH + 100, 30_000])
+def test_a_fiber_too_deep_for_c_after_a_flush_runs_again_in_python(depth):
+    """Past what the fiber's stack holds (a few thousand frames of this function; its
+    check stops the C program well before the stack's end), the C run stops after its
+    first flush executed nodes, and the run starts over with the Python program: the
+    statistics count one run's nodes, and the values are the Python program's."""
+    module = acrobat.parse(DEEP_AFTER_READ)
+    prog = acrobat.compile(module, acrobat.init_params(module))
+    assert prog.taint.fiber_functions and prog.host_program.c_source is not None
+    xs = [(np.full(2, 0.1, np.float32), 3), (np.full(2, 0.2, np.float32), depth)]
+    c, py = run(prog, xs, "1"), run(prog, xs, "0")
+    assert "RecursionError: host program too deep for a fiber's stack" in c.stats.host_code
+    assert "the python program ran from the start" in c.stats.host_code
+    assert values_equal(c.outputs, py.outputs, rtol=0, atol=0)
+    for key in ("nodes", "launches", "passes"):
+        assert c.stats[key] == py.stats[key], key
+    shallow = run(prog, xs[:1], "1")
+    assert shallow.stats.host_code == "c"
+
+
+FAILING_FIBER = """H = Size("H", 2)
+V = Size("V", 5)
+W: Param[V, H]
+
+def main(x: Tensor[H], n: int) -> Tensor[H]:
+    if item(x[0:1]) > -1000.0:
+        if 10 // n < 20:
+            return tanh(x) + embed(W, n)
+    return x
+"""
+
+
+@needs_native
+@pytest.mark.parametrize("bad", [0, 2**70])
+def test_fiber_errors_are_the_python_programs(bad):
+    """A host failure after a flush (the C run stops, the Python one runs from the start)
+    raises the Python program's typed error for the same instance."""
+    module = acrobat.parse(FAILING_FIBER)
+    prog = acrobat.compile(module, acrobat.init_params(module))
+    assert prog.taint.fiber_functions and prog.host_program.c_source is not None
+    xs = [(np.ones(2, np.float32), 1), (np.ones(2, np.float32), bad)]
+    errors = []
+    for mode in ("0", "1"):
+        with pytest.raises(InstanceError) as info:
+            run(prog, xs, mode)
+        errors.append((info.value.index, str(info.value)))
+    assert errors[0] == errors[1] and errors[0][0] == 1
+    assert run(prog, xs[:1], "1").stats.host_code == "c"
+
+
+@needs_native
+def test_a_flush_that_fails_inside_a_c_fiber_run_raises_its_own_error():
+    """What a flush raises (here the memory limit) propagates from the C run as from the
+    Python one, and every waiting fiber is released (the next run works)."""
+    spec = load("drnn", "small")
+    prog = acrobat.compile(spec.module, spec.params)
+    xs = spec.instances(4, seed=0)
+    errors = []
+    for mode in ("0", "1"):
+        rt = prepare(prog)
+        rt.host_c_mode = mode
+        try:
+            with pytest.raises(acrobat.AcrobatError) as info:
+                acrobat.run(prog, xs, strategy="batched", memory_limit=100_000)
+            errors.append((type(info.value), str(info.value)))
+        finally:
+            rt.host_c_mode = None
+    assert errors[0] == errors[1]
+    assert run(prog, xs, "1").stats.host_code == "c"
+
+
+@needs_native
+def test_the_ucontext_fibers_record_what_the_x86_switch_does():
+    """Machines other than x86-64 switch fibers with ucontext: the same source built that
+    way runs the same fibers."""
+    spec = load("drnn", "small")
+    prog = acrobat.compile(spec.module, spec.params)
+    src = "#define ACROBAT_FIBER_UCONTEXT 1\n" + prog.host_program.c_source
+    mod, _ = native.build_extension(src)
+    rt = prepare(prog)
+    xs = spec.instances(5, seed=3)
+    expected, passes = run_passes(prog, xs, "1")
+    old = rt.host_c
+    rt.host_c = mod
+    try:
+        got = acrobat.run(prog, xs, policy="acrobat", strategy="batched", trace_level="off")
+    finally:
+        rt.host_c = old
+    assert got.stats.host_code == "c"
+    assert values_equal(got.outputs, expected.outputs, rtol=0, atol=0)
+    got_passes = [[np.array(r) for r in dfg.records] for dfg in got.stats._dfgs]
+    assert len(got_passes) == len(passes)
+    for x, y in zip(passes, got_passes):
+        assert all(np.array_equal(r, q) for r, q in zip(x, y))
 
 
 @needs_native
@@ -247,12 +420,13 @@ def test_the_module_refuses_bad_calls():
         hs.records(99)
 
 
-def test_programs_with_functions_as_values_or_fibers_are_not_emitted():
+def test_fiber_programs_are_emitted_with_their_fibers():
     spec = load("stackrnn", "small")
     prog = acrobat.compile(spec.module, spec.params)
     hp = prog.host_program
     assert hp.fibers
-    assert generate_host_c(prog.module, hp.fibers, 0, False, hp.weight_values) is None
+    src = generate_host_c(prog.module, hp.fibers, 0, False, hp.weight_values)
+    assert "fiber_read(st, " in src and "#define ENTRY_FIBER t_main" in src
 
 
 @needs_native
