@@ -449,12 +449,14 @@ def test_the_disk_cache_keeps_the_newest_generated_modules(monkeypatch, tmp_path
 
 
 @needs_native
-def test_threads_running_one_compiled_module_at_once_get_their_own_results():
+@pytest.mark.parametrize("name", ["birnn", "drnn"])
+def test_threads_running_one_compiled_module_at_once_get_their_own_results(name):
     """A runtime runs one batch at a time (its arenas are its own), but runtimes of the
-    same program share one built module: each run's state is its own object."""
+    same program share one built module: each run's state is its own object (a fiber
+    program's fibers too, while the threads take turns inside their flushes)."""
     import threading
 
-    spec = load("birnn", "small")
+    spec = load(name, "small")
     progs = [acrobat.compile(spec.module, spec.params) for _ in range(4)]
     batches = [spec.instances(4, seed=s) for s in range(4)]
     expected = [run(p, xs, "0").outputs for p, xs in zip(progs, batches)]
