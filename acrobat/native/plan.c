@@ -327,3 +327,180 @@ done:
     Py_DECREF(jobs);
     return result;
 }
+
+/* read_answers(arenas, ops, vids, row_of, arena_of, ARGMAX) -> list | None
+ *
+ * The answers to a round of fiber reads (Executor.answer_reads), on host arenas: read i
+ * is of value vids[i], which lies in row row_of[v] of arena arenas[arena_of[v]] (its
+ * ``buf`` a C-contiguous [rows, width] float32 or float64 array); ops[i] == ARGMAX asks
+ * for the index of the row's first greatest element (NumPy's argmax: a NaN is greatest),
+ * any other op for the float of a one-element tensor (``width == 1`` and no 0 in the
+ * arena's ``shape``). None when a read is none of these (another dtype, an empty row,
+ * more than one element for an item): the caller's NumPy path then answers, or raises,
+ * as it always did. Value ids and rows are checked (IndexError). */
+typedef struct {
+    Py_buffer view;
+    int state; /* 0: not looked at, 1: got, 2: not a case this function answers */
+    int dtype; /* 'f' or 'd' */
+    int item_ok;
+} answer_arena;
+
+PyObject *acrobat_read_answers(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "read_answers(arenas, ops, vids, row_of, arena_of, ARGMAX)");
+        return NULL;
+    }
+    PyObject *arenas = PySequence_Fast(args[0], "read_answers: arenas must be a sequence");
+    if (arenas == NULL)
+        return NULL;
+    PyObject *ops = PySequence_Fast(args[1], "read_answers: ops must be a sequence");
+    PyObject *vids = PySequence_Fast(args[2], "read_answers: vids must be a sequence");
+    long argmax_op = PyLong_AsLong(args[5]);
+    Py_ssize_t n_arenas = PySequence_Fast_GET_SIZE(arenas);
+    answer_arena *seen = PyMem_Calloc(n_arenas ? n_arenas : 1, sizeof(answer_arena));
+    Py_buffer row_buf, arena_buf;
+    int have_row = 0, have_arena = 0;
+    PyObject *out = NULL;
+    if (ops == NULL || vids == NULL || (argmax_op == -1 && PyErr_Occurred()))
+        goto done;
+    if (seen == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(vids);
+    if (PySequence_Fast_GET_SIZE(ops) != n) {
+        PyErr_SetString(PyExc_ValueError, "read_answers: one op per value id");
+        goto done;
+    }
+    if (get_i64(args[3], &row_buf, 1, 0, "row_of") < 0)
+        goto done;
+    have_row = 1;
+    if (PyObject_GetBuffer(args[4], &arena_buf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        goto done;
+    have_arena = 1;
+    if (arena_buf.itemsize != 2 || arena_buf.ndim != 1 || arena_buf.format == NULL ||
+        strchr(arena_buf.format, 'h') == NULL) {
+        PyErr_SetString(PyExc_ValueError, "read_answers: arena_of must be a 1-d int16 array");
+        goto done;
+    }
+    Py_ssize_t cap = row_buf.shape[0] < arena_buf.shape[0] ? row_buf.shape[0] : arena_buf.shape[0];
+    const int64_t *row_of = row_buf.buf;
+    const int16_t *arena_of = arena_buf.buf;
+    out = PyList_New(n);
+    if (out == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(vids, i));
+        if (v == -1 && PyErr_Occurred())
+            goto fail;
+        long op = PyLong_AsLong(PySequence_Fast_GET_ITEM(ops, i));
+        if (op == -1 && PyErr_Occurred())
+            goto fail;
+        if (v < 0 || v >= cap) {
+            PyErr_Format(PyExc_IndexError, "read_answers: value id %lld past %zd", v, cap);
+            goto fail;
+        }
+        Py_ssize_t a = arena_of[v];
+        if (a < 0 || a >= n_arenas) {
+            PyErr_Format(PyExc_IndexError, "read_answers: arena %zd of %zd", a, n_arenas);
+            goto fail;
+        }
+        answer_arena *s = &seen[a];
+        if (s->state == 0) {
+            s->state = 2;
+            PyObject *arena = PySequence_Fast_GET_ITEM(arenas, a);
+            PyObject *buf = PyObject_GetAttrString(arena, "buf");
+            PyObject *shape = buf == NULL ? NULL : PyObject_GetAttrString(arena, "shape");
+            if (shape == NULL) {
+                Py_XDECREF(buf);
+                goto fail;
+            }
+            s->item_ok = PyTuple_Check(shape);
+            for (Py_ssize_t k = 0; s->item_ok && k < PyTuple_GET_SIZE(shape); k++) {
+                long d = PyLong_AsLong(PyTuple_GET_ITEM(shape, k));
+                if (d == -1 && PyErr_Occurred())
+                    PyErr_Clear();
+                s->item_ok = d != 0;
+            }
+            Py_DECREF(shape);
+            if (PyObject_GetBuffer(buf, &s->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+                PyErr_Clear(); /* not a host buffer: the caller's path */
+            } else if (s->view.ndim == 2 && s->view.format != NULL &&
+                       (strcmp(s->view.format, "f") == 0 || strcmp(s->view.format, "d") == 0) &&
+                       s->view.itemsize == (s->view.format[0] == 'f' ? 4 : 8)) {
+                s->state = 1;
+                s->dtype = s->view.format[0];
+            } else {
+                PyBuffer_Release(&s->view);
+            }
+            Py_DECREF(buf);
+        }
+        if (s->state != 1)
+            goto give_up;
+        int64_t r = row_of[v];
+        Py_ssize_t width = s->view.shape[1];
+        if (r < 0 || r >= s->view.shape[0]) {
+            PyErr_Format(PyExc_IndexError, "read_answers: row %lld past %zd", (long long)r,
+                         s->view.shape[0]);
+            goto fail;
+        }
+        PyObject *x;
+        if (op == argmax_op) {
+            if (width < 1)
+                goto give_up;
+            Py_ssize_t best = 0;
+            if (s->dtype == 'f') {
+                const float *p = (const float *)s->view.buf + r * width;
+                float m = p[0];
+                for (Py_ssize_t k = 1; k < width && m == m; k++)
+                    if (p[k] > m || p[k] != p[k]) {
+                        m = p[k];
+                        best = k;
+                    }
+            } else {
+                const double *p = (const double *)s->view.buf + r * width;
+                double m = p[0];
+                for (Py_ssize_t k = 1; k < width && m == m; k++)
+                    if (p[k] > m || p[k] != p[k]) {
+                        m = p[k];
+                        best = k;
+                    }
+            }
+            x = PyLong_FromSsize_t(best);
+        } else {
+            if (width != 1 || !s->item_ok)
+                goto give_up;
+            double y = s->dtype == 'f' ? (double)((const float *)s->view.buf)[r]
+                                       : ((const double *)s->view.buf)[r];
+            x = PyFloat_FromDouble(y);
+        }
+        if (x == NULL)
+            goto fail;
+        PyList_SET_ITEM(out, i, x);
+    }
+    goto done;
+give_up:
+    Py_CLEAR(out);
+    Py_INCREF(Py_None);
+    out = Py_None;
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    if (seen != NULL) {
+        for (Py_ssize_t a = 0; a < n_arenas; a++)
+            if (seen[a].state == 1)
+                PyBuffer_Release(&seen[a].view);
+        PyMem_Free(seen);
+    }
+    if (have_row)
+        PyBuffer_Release(&row_buf);
+    if (have_arena)
+        PyBuffer_Release(&arena_buf);
+    Py_XDECREF(ops);
+    Py_XDECREF(vids);
+    Py_DECREF(arenas);
+    return out;
+}

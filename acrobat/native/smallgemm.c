@@ -721,6 +721,7 @@ static PyObject *available(PyObject *self, PyObject *unused) {
 PyObject *acrobat_rowprog(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* plan.c: the executor's row bookkeeping of a flush */
 PyObject *acrobat_plan_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *acrobat_read_answers(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* values.c: ADT values made and walked in C for the host program */
 PyObject *acrobat_adt_maker(PyObject *self, PyObject *cls);
 
@@ -736,6 +737,9 @@ static PyMethodDef methods[] = {
     {"plan_rows", (PyCFunction)(void (*)(void))acrobat_plan_rows, METH_FASTCALL,
      "plan_rows(jobs, row_of, arena_of, OUT) -> list: a flush's records, output rows and "
      "input rows (plan.c)"},
+    {"read_answers", (PyCFunction)(void (*)(void))acrobat_read_answers, METH_FASTCALL,
+     "read_answers(arenas, ops, vids, row_of, arena_of, ARGMAX) -> list | None: a round of "
+     "fiber reads answered from host arenas (plan.c)"},
     {"adt_maker", acrobat_adt_maker, METH_O,
      "adt_maker(cls) -> maker: maker(ctor, fields) makes cls's value in C (values.c)"},
     {"park", park, METH_NOARGS, "the helper thread sleeps until the next two-thread call"},

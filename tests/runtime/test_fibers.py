@@ -208,3 +208,53 @@ def test_reads_of_a_round_are_answered_in_order_whatever_their_mix():
         assert ex.answer_reads(ops, vids) == [want(op, v) for op, v in zip(ops, vids)]
     with pytest.raises(ValueError):  # not one element
         ex.answer_reads([READ_ITEM], [vectors[0]])
+
+
+def test_native_read_answers_agree_with_numpy_on_every_case():
+    """``read_answers`` (plan.c) against the NumPy path it replaces: float32 and float64
+    rows, ties (the first greatest), NaNs (the first NaN, as NumPy's argmax), -0.0 and 0.0,
+    infinities; None (the NumPy path answers, or raises) for other dtypes, an ``item`` of
+    more than one element, and a zero-size tensor."""
+    from acrobat import native
+    from acrobat.codegen.records import READ_ARGMAX, READ_ITEM
+    from acrobat.runtime.arena import Arena
+
+    mod = native.load()
+    if mod is None:
+        pytest.skip(f"no native module: {native.status()}")
+    rows = [
+        [1.0, 3.0, 3.0, 2.0],
+        [np.nan, 1.0, np.nan, 5.0],
+        [1.0, np.nan, 9.0, np.nan],
+        [-0.0, 0.0, -0.0, -1.0],
+        [-np.inf, -np.inf, -np.inf, -np.inf],
+        [np.inf, 1.0, np.inf, np.nan],
+    ]
+    for dtype in (np.float32, np.float64):
+        vec = Arena((4,), np.dtype(dtype).name)
+        one = Arena((1,), np.dtype(dtype).name)
+        vec.buf = np.array(rows, dtype)
+        one.buf = np.array([[2.5], [np.nan], [-0.0], [1e30]], dtype)
+        arenas = [vec, one]
+        vids = list(range(len(rows))) + [10, 11, 12, 13]
+        row_of = np.array(list(range(len(rows))) + [0] * 4 + [0, 1, 2, 3], np.int64)
+        arena_of = np.array([0] * len(rows) + [0] * 4 + [1] * 4, np.int16)
+        ops = [READ_ARGMAX] * len(rows) + [READ_ITEM] * 4
+        got = mod.read_answers(arenas, ops, vids, row_of, arena_of, READ_ARGMAX)
+        want = [int(np.asarray(r, dtype).argmax()) for r in rows]
+        want += [float(x) for x in one.buf[:, 0]]
+        assert [type(g) for g in got] == [type(w) for w in want]
+        assert str(got) == str(want)  # nan == nan as text; -0.0 keeps its sign
+        # an item of a 4-element tensor, another dtype, a zero-size tensor: not answered here
+        assert mod.read_answers(arenas, [READ_ITEM], [0], row_of, arena_of, READ_ARGMAX) is None
+    ints = Arena((3,), "int32")
+    ints.buf = np.array([[1, 5, 5]], np.int32)
+    empty = Arena((0,), "float32")
+    row_of, arena_of = np.zeros(2, np.int64), np.array([0, 1], np.int16)
+    args = ([ints, empty], row_of, arena_of, READ_ARGMAX)
+    assert mod.read_answers(args[0], [READ_ARGMAX], [0], *args[1:]) is None
+    assert mod.read_answers(args[0], [READ_ITEM], [1], *args[1:]) is None
+    with pytest.raises(IndexError):
+        mod.read_answers(args[0], [READ_ARGMAX], [5], *args[1:])
+    with pytest.raises(ValueError):
+        mod.read_answers(args[0], [READ_ARGMAX, READ_ITEM], [0], *args[1:])
