@@ -11,6 +11,7 @@ import pytest
 
 import acrobat
 from acrobat.backends import get_backend
+from acrobat.baselines.reference import reference as numpy_reference
 from tests.backends.helpers import (
     MODELS,
     every_op_instances,
@@ -40,12 +41,41 @@ def test_cupy_equals_numpy(model, policy):
     _assert_same(got, want, f"{model}/{policy}")
 
 
+def _leaves(value) -> list[np.ndarray]:
+    """The numbers of an output (tensors, scalars, tuples, lists, ADT values) as float64
+    arrays in order: output structures of the IR and of the NumPy reference alike."""
+    if hasattr(value, "fields"):  # AdtValue
+        value = tuple(value.fields)
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [np.asarray(_host(value), np.float64).ravel()]
+
+
+def _host(x):
+    return x.get() if hasattr(x, "get") else x
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_cupy_equals_numpy_at_small_size(model):
+    """At the small sizes each float32 backend is held to a float64 truth (the plain-NumPy
+    reference run on float64 weights) within the suite's tolerance, and the two to each
+    other within twice it. DRNN small is why: deep chains of values up to ~20, so float32
+    NumPy lands 0.98 of the tolerance from the truth and CuPy 0.67 (H200, 2026-12-04), and
+    the two differ by 1.03 tolerances, rounding on both sides, not a wrong GPU result."""
+    spec = acrobat.models.load(model, "small")
     prog = program(model, "small")
-    xs = acrobat.models.load(model, "small").instances(8, 1)
+    xs = spec.instances(8, 1)
     want = acrobat.run(prog, xs, backend="numpy").outputs
-    _assert_same(acrobat.run(prog, xs, backend="cupy").outputs, want, f"{model} small")
+    got = acrobat.run(prog, xs, backend="cupy").outputs
+    assert len(got) == len(want)
+    params64 = {k: np.asarray(v, np.float64) for k, v in spec.params.items()}
+    for i, (g, w, x) in enumerate(zip(got, want, xs)):
+        truth = numpy_reference(model, params64, x, spec.sizes, spec.decisions)
+        g, w, t = _leaves(g), _leaves(w), _leaves(truth)
+        assert [a.shape for a in g] == [a.shape for a in w] == [a.shape for a in t], i
+        for a, b, c in zip(g, w, t):
+            np.testing.assert_allclose(a, c, rtol=RTOL, atol=ATOL, err_msg=f"{model} {i}")
+            np.testing.assert_allclose(a, b, rtol=2 * RTOL, atol=2 * ATOL, err_msg=f"{i}")
 
 
 def test_every_op_equals_reference():
