@@ -136,6 +136,11 @@ def _message(text: param.Parameter, kind: str, css: str) -> pn.pane.Alert:
     )
 
 
+def _shown_style(shown: bool) -> dict[str, str]:
+    """CSS that shows a component or hides it in place (its space kept)."""
+    return {"visibility": "visible" if shown else "hidden"}
+
+
 class StatusLine(pn.viewable.Viewer):
     """Above the tabs: what the views show, the measured times (median and IQR, and whether
     A and B differ beyond noise), progress with a Cancel button while working, and any run
@@ -175,11 +180,13 @@ class StatusLine(pn.viewable.Viewer):
             label="Cancel", color="warning", css_classes=["cancel-button"], width=90
         )
         self.cancel_button.on_click(lambda _event: state.cancel())
+        # Hidden, not removed, while idle: the row keeps its height, so the tabs below do not
+        # jump when a run starts or ends (a click aimed at a tab would land beside it).
         self.working = pn.Row(
             self.bar,
             self.progress_text,
             self.cancel_button,
-            visible=state.param.busy,
+            styles=pn.bind(_shown_style, state.param.busy),
             css_classes=["run-working"],
             sizing_mode="stretch_width",
         )

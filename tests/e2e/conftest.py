@@ -38,6 +38,29 @@ TIMEOUT_MS = 60_000
 SHOTS = os.environ.get("ACROBAT_SCREENSHOTS")
 
 
+def open_tab(page, name: str) -> None:
+    """Open the explorer tab called ``name``, and wait until the page shows it selected.
+
+    A click can land beside the tab when the layout moves under it (a run that starts puts
+    its progress line above the tabs, and Playwright aims at where the tab was a frame
+    earlier), so the tab is clicked again until its header carries ``bk-active``.
+    """
+    import re
+
+    from playwright.sync_api import expect
+
+    tab = page.locator(".bk-tab", has_text=name).first
+    selected = re.compile(r"\bbk-active\b")
+    for _ in range(4):
+        tab.click()
+        try:
+            expect(tab).to_have_class(selected, timeout=5_000)
+            return
+        except AssertionError:
+            continue
+    expect(tab).to_have_class(selected)
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

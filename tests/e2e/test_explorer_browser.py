@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from acrobat import models
-from tests.e2e.conftest import SHOTS, TIMEOUT_MS
+from tests.e2e.conftest import SHOTS, TIMEOUT_MS, open_tab
 
 pytestmark = pytest.mark.e2e
 
@@ -68,7 +68,7 @@ def test_explorer_loads_switches_size_and_survives_errors(explorer, page):
 
 
 def _open_tab(page, name: str) -> None:
-    page.locator(".bk-tab", has_text=name).first.click()
+    open_tab(page, name)
     if SHOTS:
         page.wait_for_timeout(1500)  # let Bokeh draw before the picture
         page.screenshot(path=f"{SHOTS}/explorer_{name.lower()}.png")

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from acrobat.viz.compare_view import NOISE_FLOOR, within_noise
-from tests.e2e.conftest import SHOTS, TIMEOUT_MS
+from tests.e2e.conftest import SHOTS, TIMEOUT_MS, open_tab
 
 pytestmark = pytest.mark.e2e
 
@@ -64,7 +64,7 @@ def test_two_policies_on_the_same_schedule_get_a_verdict_their_spreads_support(e
         page.get_by_label("Model").select_option("mvrnn")
         expect(_status(page)).to_contain_text("mvrnn, small, 64 instances")
         text = _timed(page)
-        page.locator(".bk-tab", has_text="Schedule").first.click()
+        open_tab(page, "Schedule")
         summary = page.locator(".schedule-summary")
         expect(summary).to_contain_text("A · acrobat")
         expect(summary).to_contain_text("B · dynet-depth")
@@ -97,7 +97,7 @@ def test_two_policies_on_the_same_schedule_get_a_verdict_their_spreads_support(e
             assert max(ma, mb) / min(ma, mb) < 1.5, f"not close for one schedule: {text}"
         else:
             assert "within noise" in text and "faster" not in text, text
-        page.locator(".bk-tab", has_text="Compare").first.click()
+        open_tab(page, "Compare")
         table = page.locator(".compare-table").first
         expect(table).to_contain_text("dynet-depth")
         if not apart:
@@ -148,7 +148,7 @@ def test_a_long_run_shows_progress_is_cancelled_and_other_pages_load(explorer, p
         # and the page still works: a policy change runs
         page.get_by_label("Batch size")  # present
         page.get_by_label("Policy B").select_option("eager")
-        page.locator(".bk-tab", has_text="Schedule").first.click()
+        open_tab(page, "Schedule")
         expect(page.locator(".schedule-summary")).to_contain_text(
             "B · eager", timeout=2 * TIMEOUT_MS
         )
@@ -167,7 +167,7 @@ def test_a_50_mb_upload_is_refused_and_the_session_keeps_working(explorer, page,
         expect(page.locator(".trace-upload")).to_contain_text("File is too large")
         expect(page.locator(".trace-upload")).to_contain_text("Maximum file size is 32 MB")
         page.get_by_label("Policy B").select_option("eager")  # the session still answers
-        page.locator(".bk-tab", has_text="Schedule").first.click()
+        open_tab(page, "Schedule")
         expect(page.locator(".schedule-summary")).to_contain_text("B · eager")
 
 

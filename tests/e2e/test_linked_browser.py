@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import SHOTS
+from tests.e2e.conftest import SHOTS, open_tab
 
 pytestmark = pytest.mark.e2e
 
@@ -48,7 +48,7 @@ def viewport() -> dict:
 
 
 def _open_tab(page, name: str) -> None:
-    page.locator(".bk-tab", has_text=name).first.click()
+    open_tab(page, name)
     if SHOTS:
         page.wait_for_timeout(1500)  # let Bokeh draw before the picture
         page.screenshot(path=f"{SHOTS}/linked_{name.lower()}.png")

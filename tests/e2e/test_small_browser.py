@@ -14,7 +14,7 @@ import re
 import pytest
 
 import acrobat
-from tests.e2e.conftest import SHOTS
+from tests.e2e.conftest import SHOTS, open_tab
 from tests.e2e.test_explorer_browser import _replace_source
 from tests.viz.test_small_points import contrast
 
@@ -52,7 +52,7 @@ def viewport() -> dict:
 
 
 def _open_tab(page, name: str, shot: str = "") -> None:
-    page.locator(".bk-tab", has_text=name).first.click()
+    open_tab(page, name)
     if SHOTS and shot:
         page.wait_for_timeout(1500)
         page.screenshot(path=f"{SHOTS}/small_{shot}.png")

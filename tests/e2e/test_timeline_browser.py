@@ -11,7 +11,7 @@ import json
 import pytest
 
 from tests.chrome_format import check_chrome_trace
-from tests.e2e.conftest import TIMEOUT_MS
+from tests.e2e.conftest import TIMEOUT_MS, open_tab
 
 pytestmark = pytest.mark.e2e
 MEASURE_TOOL = "Measure a span (box select)"  # acrobat.viz.schedule_view.MEASURE_TOOL
@@ -47,7 +47,7 @@ def test_perfetto_download_and_timeline_measurement(explorer, page, tmp_path):
         assert batches and all(e["args"]["batch size"] >= 1 for e in batches)
 
         # the timeline: two figures, and a box selection measured in the Div under them
-        page.locator(".bk-tab", has_text="Timeline").first.click()
+        open_tab(page, "Timeline")
         measure = page.get_by_text("Measure: pick the box-select tool")
         expect(measure).to_be_visible()
         tools = page.locator(f'[title="{MEASURE_TOOL}"]')

@@ -351,3 +351,14 @@ def test_a_timeline_click_selects_the_batch_for_the_dfg_and_schedule(explorer):
     assert f'data-batch="{batch}"' in explorer.schedule.details.object
     explorer.timeline._tapped("B", fig)(SimpleNamespace(x=-5.0, y=y))  # empty space: no change
     assert state.selected_batch == ("B", batch)
+
+
+def test_the_progress_row_keeps_its_place_while_idle(explorer):
+    """The status line's progress row is hidden in place (CSS visibility), never taken out of
+    the layout, so the tabs under it stay put when a run starts or ends."""
+    working = explorer.status.working
+    assert working.visible
+    explorer.state.busy = True
+    assert working.styles["visibility"] == "visible"
+    explorer.state.busy = False
+    assert working.styles["visibility"] == "hidden"
