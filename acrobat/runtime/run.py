@@ -525,29 +525,25 @@ class Runtime:
         ex = self.executor
         tg = time.perf_counter()
         st.start(0, first_free)
-        if self.entry_is_fiber:
-            raw = None
-            if self.host_c is not None and not python:
-                raw = self.record_c_fibers(st, args_list, first_free)
-            if raw is None:
-                if not st.stats.host_code:
-                    st.stats.host_code = f"python ({self.host_c_why})"
-                roots = [Fiber(st.entry(*a, self.base), i) for i, a in enumerate(args_list)]
-                raw, _ = run_fibers(roots, st.start, lambda: self.flush(st), ex.answer_reads)
+        raw = None
+        if self.host_c is not None and not python:
+            record_c = self.record_c_fibers if self.entry_is_fiber else self.record_c
+            raw = record_c(st, args_list, first_free)
+        if raw is not None:
+            pass
+        elif self.entry_is_fiber:
+            st.stats.host_code = st.stats.host_code or f"python ({self.host_c_why})"
+            roots = [Fiber(st.entry(*a, self.base), i) for i, a in enumerate(args_list)]
+            raw, _ = run_fibers(roots, st.start, lambda: self.flush(st), ex.answer_reads)
         else:
-            raw = None
-            if self.host_c is not None and not python:
-                raw = self.record_c(st, args_list, first_free)
-            if raw is None:
-                if not st.stats.host_code:
-                    st.stats.host_code = f"python ({self.host_c_why})"
-                raw = []
-                for i, a in enumerate(args_list):
-                    st.start(i)
-                    try:
-                        raw.append(st.entry(*a, self.base))
-                    except HOST_FAILURES as err:
-                        raise host_failure(err, i) from None
+            st.stats.host_code = st.stats.host_code or f"python ({self.host_c_why})"
+            raw = []
+            for i, a in enumerate(args_list):
+                st.start(i)
+                try:
+                    raw.append(st.entry(*a, self.base))
+                except HOST_FAILURES as err:
+                    raise host_failure(err, i) from None
         t_host = time.perf_counter()
         in_flush = sum(b - a for _, a, b in st.spans)
         st.stats.host_ms = (t_host - tg - in_flush) * 1e3

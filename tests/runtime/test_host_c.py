@@ -175,6 +175,24 @@ def run(prog, xs, mode):
         rt.host_c_mode = old
 
 
+def _same_error_either_way(source: str, bad: int, message: str):
+    """Run ``source``'s program on a good instance and one with ``bad`` with the Python
+    host program and with the C one: both raise the same typed error for instance 1 (its
+    text holding ``message``), and the good instance alone runs in C. Returns the program."""
+    module = acrobat.parse(source)
+    prog = acrobat.compile(module, acrobat.init_params(module))
+    assert prog.host_program.c_source is not None
+    xs = [(np.ones(2, np.float32), 1), (np.ones(2, np.float32), bad)]
+    errors = []
+    for mode in ("0", "1"):
+        with pytest.raises(InstanceError) as info:
+            run(prog, xs, mode)
+        errors.append((info.value.index, str(info.value)))
+    assert errors[0] == errors[1] and errors[0][0] == 1 and message in errors[0][1]
+    assert run(prog, xs[:1], "1").stats.host_code == "c"
+    return prog
+
+
 @needs_native
 def test_the_runtime_says_which_program_ran_and_both_give_the_same_values():
     spec = load("birnn", "small")
@@ -268,17 +286,8 @@ def main(x: Tensor[H], n: int) -> Tensor[H]:
 def test_fiber_errors_are_the_python_programs(bad):
     """A host failure after a flush (the C run stops, the Python one runs from the start)
     raises the Python program's typed error for the same instance."""
-    module = acrobat.parse(FAILING_FIBER)
-    prog = acrobat.compile(module, acrobat.init_params(module))
-    assert prog.taint.fiber_functions and prog.host_program.c_source is not None
-    xs = [(np.ones(2, np.float32), 1), (np.ones(2, np.float32), bad)]
-    errors = []
-    for mode in ("0", "1"):
-        with pytest.raises(InstanceError) as info:
-            run(prog, xs, mode)
-        errors.append((info.value.index, str(info.value)))
-    assert errors[0] == errors[1] and errors[0][0] == 1
-    assert run(prog, xs[:1], "1").stats.host_code == "c"
+    prog = _same_error_either_way(FAILING_FIBER, bad, "")
+    assert prog.taint.fiber_functions
 
 
 @needs_native
@@ -388,18 +397,7 @@ def main(x: Tensor[H], n: int) -> Tensor[H]:
     [(0, "division or modulo by zero"), (2**70, "does not fit in 64 bits")],
 )
 def test_errors_are_the_python_programs(bad, message):
-    module = acrobat.parse(FAILING)
-    prog = acrobat.compile(module, acrobat.init_params(module))
-    assert prog.host_program.c_source is not None
-    xs = [(np.ones(2, np.float32), 1), (np.ones(2, np.float32), bad)]
-    errors = []
-    for mode in ("0", "1"):
-        with pytest.raises(InstanceError) as info:
-            run(prog, xs, mode)
-        errors.append((info.value.index, str(info.value)))
-    assert errors[0] == errors[1] and errors[0][0] == 1 and message in errors[0][1]
-    ok = run(prog, xs[:1], "1")
-    assert ok.stats.host_code == "c"
+    _same_error_either_way(FAILING, bad, message)
 
 
 @needs_native
