@@ -722,6 +722,8 @@ PyObject *acrobat_rowprog(PyObject *self, PyObject *const *args, Py_ssize_t narg
 /* plan.c: the executor's row bookkeeping of a flush */
 PyObject *acrobat_plan_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *acrobat_read_answers(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* flush.c: a flush of host kernels in one call */
+PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* values.c: ADT values made and walked in C for the host program */
 PyObject *acrobat_adt_maker(PyObject *self, PyObject *cls);
 
@@ -740,6 +742,9 @@ static PyMethodDef methods[] = {
     {"read_answers", (PyCFunction)(void (*)(void))acrobat_read_answers, METH_FASTCALL,
      "read_answers(arenas, ops, vids, row_of, arena_of, ARGMAX) -> list | None: a round of "
      "fiber reads answered from host arenas (plan.c)"},
+    {"run_flush", (PyCFunction)(void (*)(void))acrobat_run_flush, METH_FASTCALL,
+     "run_flush(batches, records, specs, row_of, arena_of, OUT, alloc, failed, sync) -> "
+     "(bytes copied, kernel seconds) | None: a flush of host kernels (flush.c)"},
     {"adt_maker", acrobat_adt_maker, METH_O,
      "adt_maker(cls) -> maker: maker(ctor, fields) makes cls's value in C (values.c)"},
     {"park", park, METH_NOARGS, "the helper thread sleeps until the next two-thread call"},

@@ -1,0 +1,692 @@
+/* acrobat's flush runner: a whole flush of host kernels (the NumPy backend) in one call.
+ *
+ * Executor.run (acrobat/runtime/executor.py) does, per flush: place every batch's outputs
+ * in its arenas (each batch's outputs take the next block of rows, in launch order), look
+ * up every tensor input's rows, then launch each batch with views of its blocks. In
+ * Python that is a few microseconds per launch and some tens per flush, which a fiber
+ * program (StackRNN: ~100 flushes of ~6 batches a run) pays a hundred times. Here it is
+ * one call: the same arguments to the same kernels, in the same order.
+ *
+ * run_flush(batches, records, specs, row_of, arena_of, OUT, alloc, failed, sync)
+ *     -> (bytes copied, kernel seconds) | None
+ *   batches   the schedule's Batch tuples (kernel, nodes, ...) in launch order; nodes an
+ *             int64 1-d C-contiguous array of record numbers (anything else: None is
+ *             returned before anything is done, and the caller's Python path runs)
+ *   records   per DFG kernel, its records: int64 [N, W] C-contiguous
+ *   specs     per DFG kernel (fn, outs, ins, members):
+ *     fn        the kernel: fn(n, *args, out=views[, _segs=pairs])
+ *     outs      per output (arena, arena number, shape, row bytes)
+ *     ins       per argument (record column, arena or None, shape, row bytes); None: a
+ *               host int (the kernel gets the column's ids)
+ *               ``shape`` None when an arena row already is the tensor ([n, width] views),
+ *               else the tensor's shape (views are reshaped to (n, *shape))
+ *     members   0, or a twin group's member count: its records end with the member, each
+ *               batch's rows are ordered by member (stable) and it gets _segs, its
+ *               (member, rows) pairs in that order
+ *   row_of    int64 [cap] writable: value id -> arena row (set for every output)
+ *   arena_of  int16 [cap] writable: value id -> arena number
+ *   OUT       the record column of a node's first output value id
+ *   alloc     alloc(shape) -> a new int64 NumPy array (numpy.empty)
+ *   failed    a list of one item: set to (batch number, its record rows) when a kernel
+ *             raises (the caller reports an embedding id out of range by its instance)
+ *   sync      None, or a callable timed with each kernel call
+ * Arenas are Python objects with ``top`` (rows in use), ``alloc(n)`` (grow by n rows; the
+ * buffer may move) and ``buf`` (a [rows, width] array, read after growing). An input in a
+ * block of consecutive rows is passed as a view of it; otherwise as (arena buf, rows) and
+ * n * row bytes count as copied. A batch of no nodes is not launched. Kernel seconds are
+ * CLOCK_MONOTONIC (time.perf_counter's clock on Linux) around each call and its sync.
+ * Every index is checked (record numbers, value ids, columns); what fails raises before
+ * any kernel runs. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_ARGS 64
+
+typedef struct {
+    PyObject *arena; /* borrowed (from specs) */
+    PyObject *buf;   /* owned, read after growing */
+    Py_ssize_t top;  /* the next free row while placing */
+    int seen;
+} arena_t;
+
+typedef struct {
+    Py_ssize_t nb;         /* batches of this kernel */
+    Py_ssize_t cap;        /* room in bidx */
+    Py_ssize_t *bidx;      /* their numbers in batches */
+    Py_ssize_t *offsets;   /* nb + 1 */
+    Py_ssize_t T, W;       /* rows, record width */
+    PyObject *rec;         /* [T, W] (owned) */
+    Py_buffer recbuf;
+    int has_rec;
+    PyObject *rows;        /* [n tensor inputs, T] (owned) */
+    Py_buffer rowsbuf;
+    int has_rows;
+    Py_ssize_t *starts;    /* nb * n tensor inputs: first row of a block, or -1 */
+    PyObject **cols;       /* per argument: host ids column view (owned) or NULL */
+    PyObject **rowv;       /* per argument: its rows' 1-d view, made when first needed */
+    PyObject *segs;        /* per batch (member, rows) pairs, a list (owned) or NULL */
+} kjob_t;
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* buf[r0:r0+n], reshaped to (n, *shape) unless shape is None; a new reference */
+static PyObject *block_view(PyObject *buf, Py_ssize_t r0, Py_ssize_t n, PyObject *shape) {
+    PyObject *view = PySequence_GetSlice(buf, r0, r0 + n);
+    if (view == NULL || shape == Py_None)
+        return view;
+    Py_ssize_t d = PyTuple_GET_SIZE(shape);
+    PyObject *full = PyTuple_New(d + 1);
+    PyObject *first = PyLong_FromSsize_t(n);
+    if (full == NULL || first == NULL) {
+        Py_XDECREF(full);
+        Py_XDECREF(first);
+        Py_DECREF(view);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(full, 0, first);
+    for (Py_ssize_t i = 0; i < d; i++) {
+        PyObject *v = PyTuple_GET_ITEM(shape, i);
+        Py_INCREF(v);
+        PyTuple_SET_ITEM(full, i + 1, v);
+    }
+    PyObject *out = PyObject_CallMethod(view, "reshape", "(O)", full);
+    Py_DECREF(full);
+    Py_DECREF(view);
+    return out;
+}
+
+static Py_ssize_t item_ssize(PyObject *tuple, Py_ssize_t i) {
+    return PyLong_AsSsize_t(PyTuple_GET_ITEM(tuple, i));
+}
+
+/* a new int64 array of shape (a,) or (a, b) from alloc, and its writable buffer */
+static PyObject *new_i64(PyObject *alloc, Py_ssize_t a, Py_ssize_t b, int two, Py_buffer *view) {
+    PyObject *shape = two ? Py_BuildValue("(nn)", a, b) : Py_BuildValue("(n)", a);
+    if (shape == NULL)
+        return NULL;
+    PyObject *arr = PyObject_CallOneArg(alloc, shape);
+    Py_DECREF(shape);
+    if (arr == NULL)
+        return NULL;
+    if (PyObject_GetBuffer(arr, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
+        Py_DECREF(arr);
+        return NULL;
+    }
+    if (view->itemsize != 8 || view->len != (two ? a * b : a) * 8) {
+        PyBuffer_Release(view);
+        Py_DECREF(arr);
+        PyErr_SetString(PyExc_ValueError, "run_flush: alloc must make int64 arrays");
+        return NULL;
+    }
+    return arr;
+}
+
+static int is_int64_buffer(const Py_buffer *v) {
+    if (v->itemsize != 8 || v->format == NULL)
+        return 0;
+    size_t len = strlen(v->format);
+    char c = len ? v->format[len - 1] : 0;
+    return (c == 'l' || c == 'q') && (len == 1 || (len == 2 && strchr("<=@", v->format[0])));
+}
+
+/* row_of (int64 [cap]) and arena_of (int16 [cap]), writable */
+static int get_row_buffers(PyObject *rows, PyObject *which, Py_buffer *rb, Py_buffer *ab,
+                           int *have_r, int *have_a) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE;
+    if (PyObject_GetBuffer(rows, rb, flags) < 0)
+        return -1;
+    *have_r = 1;
+    if (rb->ndim != 1 || !is_int64_buffer(rb)) {
+        PyErr_SetString(PyExc_ValueError, "run_flush: row_of must be a 1-d int64 array");
+        return -1;
+    }
+    if (PyObject_GetBuffer(which, ab, flags) < 0)
+        return -1;
+    *have_a = 1;
+    if (ab->ndim != 1 || ab->itemsize != 2 || ab->format == NULL || strchr(ab->format, 'h') == NULL) {
+        PyErr_SetString(PyExc_ValueError, "run_flush: arena_of must be a 1-d int16 array");
+        return -1;
+    }
+    return 0;
+}
+
+static void free_job(kjob_t *j, Py_ssize_t n_args) {
+    PyMem_Free(j->bidx);
+    PyMem_Free(j->offsets);
+    PyMem_Free(j->starts);
+    if (j->has_rec)
+        PyBuffer_Release(&j->recbuf);
+    if (j->has_rows)
+        PyBuffer_Release(&j->rowsbuf);
+    Py_XDECREF(j->rec);
+    Py_XDECREF(j->rows);
+    if (j->cols != NULL) {
+        for (Py_ssize_t a = 0; a < n_args; a++)
+            Py_XDECREF(j->cols[a]);
+        PyMem_Free(j->cols);
+    }
+    if (j->rowv != NULL) {
+        for (Py_ssize_t a = 0; a < n_args; a++)
+            Py_XDECREF(j->rowv[a]);
+        PyMem_Free(j->rowv);
+    }
+    Py_XDECREF(j->segs);
+}
+
+PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 9 || !PyList_Check(args[7]) || PyList_GET_SIZE(args[7]) != 1) {
+        PyErr_SetString(PyExc_TypeError, "run_flush(batches, records, specs, row_of, arena_of, "
+                                         "OUT, alloc, failed: [x], sync)");
+        return NULL;
+    }
+    PyObject *alloc = args[6], *failed = args[7], *sync = args[8];
+    Py_ssize_t out_col = PyLong_AsSsize_t(args[5]);
+    if (out_col < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "run_flush: OUT must be >= 0");
+        return NULL;
+    }
+    PyObject *batches = NULL, *records = NULL, *specs = NULL, *result = NULL;
+    PyObject *kw1 = NULL, *kw2 = NULL;
+    Py_buffer row_buf, arena_buf, *nodes = NULL;
+    int have_row = 0, have_arena = 0;
+    Py_ssize_t nb = 0, n_nodes_got = 0, n_k = 0, n_arenas = 0, max_out = 0;
+    kjob_t *jobs = NULL;
+    arena_t *arenas = NULL;
+    Py_ssize_t *kernel_of = NULL, *firsts = NULL, *sizes = NULL, *seen = NULL, cap = 0;
+    int64_t *row_of = NULL;
+    int16_t *arena_of = NULL;
+    long long moved = 0;
+    double kernel_s = 0.0;
+
+    batches = PySequence_Fast(args[0], "run_flush: batches must be a sequence");
+    records = PySequence_Fast(args[1], "run_flush: records must be a sequence");
+    specs = PySequence_Fast(args[2], "run_flush: specs must be a sequence");
+    if (batches == NULL || records == NULL || specs == NULL)
+        goto done;
+    nb = PySequence_Fast_GET_SIZE(batches);
+    n_k = PySequence_Fast_GET_SIZE(specs);
+    if (PySequence_Fast_GET_SIZE(records) != n_k) {
+        PyErr_SetString(PyExc_ValueError, "run_flush: one records table per spec");
+        goto done;
+    }
+    if (get_row_buffers(args[3], args[4], &row_buf, &arena_buf, &have_row, &have_arena) < 0)
+        goto done;
+    cap = row_buf.shape[0] < arena_buf.shape[0] ? row_buf.shape[0] : arena_buf.shape[0];
+    row_of = row_buf.buf;
+    arena_of = arena_buf.buf;
+
+    /* the specs: kernels' outputs and inputs, and the arenas they name */
+    for (Py_ssize_t k = 0; k < n_k; k++) {
+        PyObject *sp = PySequence_Fast_GET_ITEM(specs, k);
+        if (!PyTuple_Check(sp) || PyTuple_GET_SIZE(sp) != 4 ||
+            !PyTuple_Check(PyTuple_GET_ITEM(sp, 1)) || !PyTuple_Check(PyTuple_GET_ITEM(sp, 2))) {
+            PyErr_SetString(PyExc_TypeError, "run_flush: a spec is (fn, outs, ins, members)");
+            goto done;
+        }
+        PyObject *outs = PyTuple_GET_ITEM(sp, 1);
+        if (PyTuple_GET_SIZE(outs) > max_out)
+            max_out = PyTuple_GET_SIZE(outs);
+        for (Py_ssize_t o = 0; o < PyTuple_GET_SIZE(outs); o++) {
+            PyObject *ot = PyTuple_GET_ITEM(outs, o);
+            if (!PyTuple_Check(ot) || PyTuple_GET_SIZE(ot) != 4) {
+                PyErr_SetString(PyExc_TypeError, "run_flush: an output is (arena, number, "
+                                                 "shape, row bytes)");
+                goto done;
+            }
+            Py_ssize_t index = item_ssize(ot, 1);
+            if (index < 0 || index > INT16_MAX) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_ValueError, "run_flush: an arena number out of range");
+                goto done;
+            }
+            if (index + 1 > n_arenas)
+                n_arenas = index + 1;
+        }
+        PyObject *ins = PyTuple_GET_ITEM(sp, 2);
+        if (PyTuple_GET_SIZE(ins) + 3 > MAX_ARGS) {
+            PyErr_SetString(PyExc_ValueError, "run_flush: too many kernel arguments");
+            goto done;
+        }
+        for (Py_ssize_t a = 0; a < PyTuple_GET_SIZE(ins); a++) {
+            PyObject *it = PyTuple_GET_ITEM(ins, a);
+            if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 4) {
+                PyErr_SetString(PyExc_TypeError, "run_flush: an input is (column, arena, "
+                                                 "shape, row bytes)");
+                goto done;
+            }
+        }
+    }
+    jobs = PyMem_Calloc(n_k ? n_k : 1, sizeof(kjob_t));
+    arenas = PyMem_Calloc(n_arenas ? n_arenas : 1, sizeof(arena_t));
+    kernel_of = PyMem_Calloc(nb ? nb : 1, sizeof(Py_ssize_t));
+    sizes = PyMem_Calloc(nb ? nb : 1, sizeof(Py_ssize_t));
+    firsts = PyMem_Calloc((nb ? nb : 1) * (max_out ? max_out : 1), sizeof(Py_ssize_t));
+    nodes = PyMem_Calloc(nb ? nb : 1, sizeof(Py_buffer));
+    if (jobs == NULL || arenas == NULL || kernel_of == NULL || sizes == NULL || firsts == NULL ||
+        nodes == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+
+    /* the batches: kernel and nodes; anything unusual hands the flush back to Python */
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        PyObject *batch = PySequence_Fast_GET_ITEM(batches, i);
+        if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) < 2)
+            goto python;
+        Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(batch, 0));
+        if (k == -1 && PyErr_Occurred())
+            goto done;
+        if (k < 0 || k >= n_k) {
+            PyErr_Format(PyExc_IndexError, "run_flush: kernel %zd of %zd", k, n_k);
+            goto done;
+        }
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(batch, 1), &nodes[i],
+                               PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            PyErr_Clear();
+            goto python;
+        }
+        n_nodes_got = i + 1;
+        if (nodes[i].ndim != 1 || !is_int64_buffer(&nodes[i]))
+            goto python;
+        kernel_of[i] = k;
+        sizes[i] = nodes[i].shape[0];
+        kjob_t *j = &jobs[k];
+        if (j->nb == j->cap) {
+            Py_ssize_t cap2 = j->cap ? 2 * j->cap : 4;
+            Py_ssize_t *grown = PyMem_Realloc(j->bidx, cap2 * sizeof(Py_ssize_t));
+            if (grown == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            j->bidx = grown;
+            j->cap = cap2;
+        }
+        j->bidx[j->nb++] = i;
+    }
+
+    /* pass 1: each batch's outputs take the next block of their arenas' rows */
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        PyObject *outs = PyTuple_GET_ITEM(PySequence_Fast_GET_ITEM(specs, kernel_of[i]), 1);
+        for (Py_ssize_t o = 0; o < PyTuple_GET_SIZE(outs); o++) {
+            PyObject *ot = PyTuple_GET_ITEM(outs, o);
+            arena_t *a = &arenas[item_ssize(ot, 1)];
+            if (!a->seen) {
+                a->arena = PyTuple_GET_ITEM(ot, 0);
+                PyObject *top = PyObject_GetAttrString(a->arena, "top");
+                if (top == NULL)
+                    goto done;
+                a->top = PyLong_AsSsize_t(top);
+                Py_DECREF(top);
+                if (a->top == -1 && PyErr_Occurred())
+                    goto done;
+                a->seen = 1;
+            }
+            firsts[i * max_out + o] = a->top;
+            a->top += sizes[i];
+        }
+    }
+    /* grow each arena once (its buffer may move), then take its buffer */
+    for (Py_ssize_t x = 0; x < n_arenas; x++) {
+        arena_t *a = &arenas[x];
+        if (!a->seen)
+            continue;
+        PyObject *top = PyObject_GetAttrString(a->arena, "top");
+        if (top == NULL)
+            goto done;
+        Py_ssize_t now = PyLong_AsSsize_t(top);
+        Py_DECREF(top);
+        if (now == -1 && PyErr_Occurred())
+            goto done;
+        PyObject *r = PyObject_CallMethod(a->arena, "alloc", "n", a->top - now);
+        if (r == NULL)
+            goto done;
+        Py_DECREF(r);
+        a->buf = PyObject_GetAttrString(a->arena, "buf");
+        if (a->buf == NULL)
+            goto done;
+    }
+
+    /* per kernel: its records in launch order (a twin group's by member within each
+     * batch), and every output's row */
+    for (Py_ssize_t k = 0; k < n_k; k++) {
+        kjob_t *j = &jobs[k];
+        if (j->nb == 0)
+            continue;
+        PyObject *sp = PySequence_Fast_GET_ITEM(specs, k);
+        Py_ssize_t members = item_ssize(sp, 3);
+        if (members == -1 && PyErr_Occurred())
+            goto done;
+        Py_buffer tb;
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(records, k), &tb,
+                               PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+            goto done;
+        if (tb.ndim != 2 || !is_int64_buffer(&tb)) {
+            PyBuffer_Release(&tb);
+            PyErr_SetString(PyExc_ValueError, "run_flush: records must be 2-d int64 arrays");
+            goto done;
+        }
+        const int64_t *table = tb.buf;
+        Py_ssize_t N = tb.shape[0], W = tb.shape[1];
+        j->offsets = PyMem_Calloc(j->nb + 1, sizeof(Py_ssize_t));
+        if (j->offsets == NULL) {
+            PyBuffer_Release(&tb);
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t b = 0; b < j->nb; b++)
+            j->offsets[b + 1] = j->offsets[b] + sizes[j->bidx[b]];
+        j->T = j->offsets[j->nb];
+        j->W = W;
+        j->rec = new_i64(alloc, j->T, W, 1, &j->recbuf);
+        if (j->rec == NULL) {
+            PyBuffer_Release(&tb);
+            goto done;
+        }
+        j->has_rec = 1;
+        int64_t *rec = j->recbuf.buf;
+        if (members > 0) {
+            j->segs = PyList_New(j->nb);
+            if (j->segs == NULL) {
+                PyBuffer_Release(&tb);
+                goto done;
+            }
+        }
+        for (Py_ssize_t b = 0; b < j->nb; b++) {
+            const int64_t *nd = nodes[j->bidx[b]].buf;
+            Py_ssize_t n = sizes[j->bidx[b]], s = j->offsets[b];
+            for (Py_ssize_t t = 0; t < n; t++)
+                if (nd[t] < 0 || nd[t] >= N) {
+                    PyBuffer_Release(&tb);
+                    PyErr_Format(PyExc_IndexError, "run_flush: record %lld of %zd",
+                                 (long long)nd[t], N);
+                    goto done;
+                }
+            if (members <= 0) {
+                for (Py_ssize_t t = 0; t < n; t++)
+                    memcpy(rec + (s + t) * W, table + nd[t] * W, (size_t)W * sizeof(int64_t));
+                continue;
+            }
+            /* a twin group: member by member, each member's rows in their order */
+            PyObject *pairs = PyList_New(0); /* made a tuple below (the kernels take one) */
+            if (pairs == NULL) {
+                PyBuffer_Release(&tb);
+                goto done;
+            }
+            PyList_SET_ITEM(j->segs, b, pairs);
+            Py_ssize_t at = s;
+            for (Py_ssize_t m = 0; m < members; m++) {
+                Py_ssize_t c = 0;
+                for (Py_ssize_t t = 0; t < n; t++) {
+                    const int64_t *row = table + nd[t] * W;
+                    if (row[W - 1] < 0 || row[W - 1] >= members) {
+                        PyBuffer_Release(&tb);
+                        PyErr_SetString(PyExc_IndexError, "run_flush: a member out of range");
+                        goto done;
+                    }
+                    if (row[W - 1] == m) {
+                        memcpy(rec + at * W, row, (size_t)W * sizeof(int64_t));
+                        at++;
+                        c++;
+                    }
+                }
+                if (c) {
+                    PyObject *pair = Py_BuildValue("(nn)", m, c);
+                    if (pair == NULL || PyList_Append(pairs, pair) < 0) {
+                        Py_XDECREF(pair);
+                        PyBuffer_Release(&tb);
+                        goto done;
+                    }
+                    Py_DECREF(pair);
+                }
+            }
+            PyObject *frozen = PyList_AsTuple(pairs);
+            if (frozen == NULL) {
+                PyBuffer_Release(&tb);
+                goto done;
+            }
+            PyList_SetItem(j->segs, b, frozen); /* steals frozen, drops the list */
+        }
+        PyBuffer_Release(&tb);
+        PyObject *outs = PyTuple_GET_ITEM(sp, 1);
+        if (PyTuple_GET_SIZE(outs) && out_col >= W) {
+            PyErr_SetString(PyExc_IndexError, "run_flush: OUT is past the records' columns");
+            goto done;
+        }
+        for (Py_ssize_t o = 0; o < PyTuple_GET_SIZE(outs); o++) {
+            int16_t index = (int16_t)item_ssize(PyTuple_GET_ITEM(outs, o), 1);
+            for (Py_ssize_t b = 0; b < j->nb; b++) {
+                Py_ssize_t s = j->offsets[b], n = sizes[j->bidx[b]];
+                Py_ssize_t r0 = firsts[j->bidx[b] * max_out + o];
+                for (Py_ssize_t t = 0; t < n; t++) {
+                    int64_t id = rec[(s + t) * W + out_col] + o;
+                    if (id < 0 || id >= cap) {
+                        PyErr_Format(PyExc_IndexError, "run_flush: value id %lld past %zd",
+                                     (long long)id, cap);
+                        goto done;
+                    }
+                    row_of[id] = r0 + t;
+                    arena_of[id] = index;
+                }
+            }
+        }
+    }
+
+    /* every tensor input's rows (after every output is placed: an input may be the output
+     * of another batch of this flush), which batches' are one block; host ids' columns */
+    for (Py_ssize_t k = 0; k < n_k; k++) {
+        kjob_t *j = &jobs[k];
+        if (j->nb == 0)
+            continue;
+        PyObject *ins = PyTuple_GET_ITEM(PySequence_Fast_GET_ITEM(specs, k), 2);
+        Py_ssize_t n_args = PyTuple_GET_SIZE(ins), n_t = 0;
+        j->cols = PyMem_Calloc(n_args ? n_args : 1, sizeof(PyObject *));
+        j->rowv = PyMem_Calloc(n_args ? n_args : 1, sizeof(PyObject *));
+        if (j->cols == NULL || j->rowv == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t a = 0; a < n_args; a++)
+            n_t += PyTuple_GET_ITEM(PyTuple_GET_ITEM(ins, a), 1) != Py_None;
+        j->starts = PyMem_Calloc(n_t > 0 ? j->nb * n_t : 1, sizeof(Py_ssize_t));
+        if (j->starts == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (n_t) {
+            j->rows = new_i64(alloc, n_t, j->T, 1, &j->rowsbuf);
+            if (j->rows == NULL)
+                goto done;
+            j->has_rows = 1;
+        }
+        const int64_t *rec = j->recbuf.buf;
+        Py_ssize_t i_t = 0;
+        for (Py_ssize_t a = 0; a < n_args; a++) {
+            PyObject *it = PyTuple_GET_ITEM(ins, a);
+            Py_ssize_t col = item_ssize(it, 0);
+            if (col < 0 || col >= j->W) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_IndexError, "run_flush: an input column out of range");
+                goto done;
+            }
+            if (PyTuple_GET_ITEM(it, 1) == Py_None) { /* host ids: rec[:, col] */
+                PyObject *key = Py_BuildValue("(On)", Py_None, col);
+                PyObject *colon = key == NULL ? NULL : PySlice_New(NULL, NULL, NULL);
+                if (colon == NULL) {
+                    Py_XDECREF(key);
+                    goto done;
+                }
+                PyTuple_SetItem(key, 0, colon); /* steals colon, drops the None */
+                j->cols[a] = PyObject_GetItem(j->rec, key);
+                Py_DECREF(key);
+                if (j->cols[a] == NULL)
+                    goto done;
+                continue;
+            }
+            int64_t *out = (int64_t *)j->rowsbuf.buf + i_t * j->T;
+            for (Py_ssize_t b = 0; b < j->nb; b++) {
+                Py_ssize_t s = j->offsets[b], n = sizes[j->bidx[b]];
+                int block = n > 0;
+                for (Py_ssize_t t = s; t < s + n; t++) {
+                    int64_t id = rec[t * j->W + col];
+                    if (id < 0 || id >= cap) {
+                        PyErr_Format(PyExc_IndexError, "run_flush: value id %lld past %zd",
+                                     (long long)id, cap);
+                        goto done;
+                    }
+                    out[t] = row_of[id];
+                    if (t > s && out[t] != out[t - 1] + 1)
+                        block = 0;
+                }
+                j->starts[b * n_t + i_t] = block ? (Py_ssize_t)out[s] : -1;
+            }
+            i_t++;
+        }
+    }
+
+    /* the launches, in order */
+    kw1 = Py_BuildValue("(s)", "out");
+    kw2 = Py_BuildValue("(ss)", "out", "_segs");
+    if (kw1 == NULL || kw2 == NULL)
+        goto done;
+    seen = PyMem_Calloc(n_k ? n_k : 1, sizeof(Py_ssize_t));
+    if (seen == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < nb; i++) {
+        Py_ssize_t k = kernel_of[i], n = sizes[i];
+        kjob_t *j = &jobs[k];
+        Py_ssize_t b = seen[k]++;
+        if (n == 0)
+            continue; /* a batch of no nodes (a user's policy may form one) */
+        PyObject *sp = PySequence_Fast_GET_ITEM(specs, k);
+        PyObject *fn = PyTuple_GET_ITEM(sp, 0), *outs = PyTuple_GET_ITEM(sp, 1);
+        PyObject *ins = PyTuple_GET_ITEM(sp, 2);
+        Py_ssize_t n_args = PyTuple_GET_SIZE(ins), n_out = PyTuple_GET_SIZE(outs);
+        Py_ssize_t n_t = j->has_rows ? j->rowsbuf.shape[0] : 0;
+        Py_ssize_t s = j->offsets[b];
+        PyObject *call[MAX_ARGS + 1]; /* [spare, n, args..., views, segs] (vectorcall) */
+        Py_ssize_t at = 1, i_t = 0;
+        int ok = (call[at++] = PyLong_FromSsize_t(n)) != NULL;
+        for (Py_ssize_t a = 0; ok && a < n_args; a++) {
+            PyObject *it = PyTuple_GET_ITEM(ins, a), *arg;
+            if (j->cols[a] != NULL) { /* host ids */
+                arg = PySequence_GetSlice(j->cols[a], s, s + n);
+            } else {
+                PyObject *buf = PyObject_GetAttrString(PyTuple_GET_ITEM(it, 1), "buf");
+                Py_ssize_t r0 = j->starts[b * n_t + i_t];
+                if (buf == NULL) {
+                    arg = NULL;
+                } else if (r0 >= 0) {
+                    arg = block_view(buf, r0, n, PyTuple_GET_ITEM(it, 2));
+                } else {
+                    if (j->rowv[a] == NULL)
+                        j->rowv[a] = PySequence_GetItem(j->rows, i_t);
+                    PyObject *part =
+                        j->rowv[a] == NULL ? NULL : PySequence_GetSlice(j->rowv[a], s, s + n);
+                    arg = part == NULL ? NULL : PyTuple_Pack(2, buf, part);
+                    Py_XDECREF(part);
+                    moved += (long long)n * item_ssize(it, 3);
+                }
+                Py_XDECREF(buf);
+                i_t++;
+            }
+            if (arg == NULL)
+                ok = 0;
+            else
+                call[at++] = arg;
+        }
+        Py_ssize_t npos = at - 1, made = at;
+        PyObject *views = ok ? PyList_New(n_out) : NULL;
+        ok = ok && views != NULL;
+        for (Py_ssize_t o = 0; ok && o < n_out; o++) {
+            PyObject *ot = PyTuple_GET_ITEM(outs, o);
+            arena_t *ar = &arenas[item_ssize(ot, 1)];
+            PyObject *v = block_view(ar->buf, firsts[i * max_out + o], n, PyTuple_GET_ITEM(ot, 2));
+            if (v == NULL)
+                ok = 0;
+            else
+                PyList_SET_ITEM(views, o, v);
+        }
+        PyObject *ret = NULL;
+        if (ok) {
+            call[at++] = views;
+            PyObject *kwnames = kw1;
+            if (j->segs != NULL) {
+                call[at++] = PyList_GET_ITEM(j->segs, b); /* borrowed */
+                kwnames = kw2;
+            }
+            double t0 = mono_s();
+            ret = PyObject_Vectorcall(fn, call + 1, npos | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+            if (ret != NULL && sync != Py_None) {
+                Py_DECREF(ret);
+                ret = PyObject_CallNoArgs(sync);
+            }
+            kernel_s += mono_s() - t0;
+            if (ret == NULL) { /* which batch, and its records, for the caller's report */
+                PyObject *et, *ev, *etb;
+                PyErr_Fetch(&et, &ev, &etb);
+                PyObject *recs = PySequence_GetSlice(j->rec, s, s + n);
+                PyObject *where = recs == NULL ? NULL : Py_BuildValue("(nN)", i, recs);
+                if (where != NULL)
+                    PyList_SetItem(failed, 0, where); /* steals where */
+                PyErr_Clear();
+                PyErr_Restore(et, ev, etb);
+            }
+        }
+        for (Py_ssize_t a = 1; a < made; a++)
+            Py_XDECREF(call[a]);
+        Py_XDECREF(views);
+        if (ret == NULL)
+            goto done;
+        Py_DECREF(ret);
+    }
+    result = Py_BuildValue("(Ld)", moved, kernel_s);
+    goto done;
+python:
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    if (jobs != NULL) {
+        for (Py_ssize_t k = 0; k < n_k; k++) {
+            Py_ssize_t n_args = 0;
+            if (specs != NULL)
+                n_args = PyTuple_GET_SIZE(PyTuple_GET_ITEM(PySequence_Fast_GET_ITEM(specs, k), 2));
+            free_job(&jobs[k], n_args);
+        }
+        PyMem_Free(jobs);
+    }
+    if (arenas != NULL) {
+        for (Py_ssize_t x = 0; x < n_arenas; x++)
+            Py_XDECREF(arenas[x].buf);
+        PyMem_Free(arenas);
+    }
+    if (nodes != NULL) {
+        for (Py_ssize_t i = 0; i < n_nodes_got; i++)
+            PyBuffer_Release(&nodes[i]);
+        PyMem_Free(nodes);
+    }
+    PyMem_Free(seen);
+    PyMem_Free(kernel_of);
+    PyMem_Free(sizes);
+    PyMem_Free(firsts);
+    Py_XDECREF(kw1);
+    Py_XDECREF(kw2);
+    if (have_row)
+        PyBuffer_Release(&row_buf);
+    if (have_arena)
+        PyBuffer_Release(&arena_buf);
+    Py_XDECREF(batches);
+    Py_XDECREF(records);
+    Py_XDECREF(specs);
+    return result;
+}

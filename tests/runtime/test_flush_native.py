@@ -1,0 +1,189 @@
+"""A flush in one native call (``run_flush``, ``acrobat/native/flush.c``, used by untraced
+runs on the NumPy backend) calls the same kernels with the same arguments, in the same
+order, as the Python path (:meth:`Executor.plan` and :meth:`Executor.launch`), leaves the
+same value table behind, and reports what a kernel raises the same way."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import acrobat
+from acrobat import native
+from acrobat.frontend import parse
+from acrobat.models import catalog, load
+from acrobat.runtime.executor import Executor
+from acrobat.runtime.run import prepare
+from acrobat.runtime.schedule import Batch, get_policy, register_policy, unregister_policy
+
+pytestmark = pytest.mark.skipif(
+    native.load() is None or not hasattr(native.load(), "run_flush"),
+    reason=f"the native module is off: {native.status()}",
+)
+
+
+def _describe(a):
+    """What a kernel got, comparable across the two paths: an arena view by where it
+    lies, a gather by its buffer and rows, host ids by their values."""
+    if isinstance(a, tuple):
+        return ("gather", a[0].__array_interface__["data"][0], a[0].shape, a[1].tolist())
+    if a.dtype.kind in "iu":
+        return ("ids", a.tolist())
+    return ("view", a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str)
+
+
+def _recording(ex: Executor, plans: list, specs: list, calls: list) -> None:
+    """Every kernel of ``ex`` (both paths' tables: ``plans``, ``specs`` as they were made)
+    wrapped to record its calls in ``calls``."""
+
+    def wrap(k, fn):
+        def call(n, *args, out, **kw):
+            calls.append(
+                (
+                    k,
+                    n,
+                    [_describe(a) for a in args],
+                    [_describe(o) for o in out],
+                    kw.get("_segs"),
+                )
+            )
+            return fn(n, *args, out=out, **kw)
+
+        return call
+
+    ex.plans = [(wrap(k, p[0]), *p[1:]) for k, p in enumerate(plans)]
+    ex.flush_specs = [(wrap(k, s[0]), *s[1:]) for k, s in enumerate(specs)]
+
+
+def _both_paths(prog, xs, policy):
+    """``(calls, stats, outputs, value table)`` of an untraced run by the Python path and
+    by the native one, after a warm-up run (so no arena grows, and places compare)."""
+    ex = prepare(prog, "numpy").executor
+    assert ex.native_flush is not None
+    real, plans, specs = ex.native_flush, ex.plans, ex.flush_specs
+    calls: dict = {"python": [], "native": []}
+    out: dict = {}
+    try:
+        acrobat.run(prog, xs, policy=policy, strategy="batched", trace_level="off")
+        for path in ("python", "native"):
+            _recording(ex, plans, specs, calls[path])
+            ex.native_flush = real if path == "native" else None
+            res = acrobat.run(prog, xs, policy=policy, strategy="batched", trace_level="off")
+            out[path] = (res.stats, res.outputs, ex.row_of.copy(), ex.arena_of.copy())
+    finally:
+        ex.native_flush, ex.plans, ex.flush_specs = real, plans, specs
+    return calls, out
+
+
+@pytest.mark.parametrize("model", [m.name for m in catalog()])
+@pytest.mark.parametrize("policy", ["acrobat", "dynet-agenda", "eager"])
+def test_native_flush_makes_the_same_calls(model, policy):
+    spec = load(model, "tiny")
+    xs = spec.instances(5, seed=2)
+    prog = acrobat.compile(spec.module, spec.params)
+    calls, out = _both_paths(prog, xs, policy)
+    assert calls["native"] == calls["python"]
+    assert len(calls["native"]) == out["native"][0]["launches"]
+    (s1, o1, r1, a1), (s2, o2, r2, a2) = out["python"], out["native"]
+    assert s1["bytes_gathered"] == s2["bytes_gathered"]
+    assert np.array_equal(r1, r2) and np.array_equal(a1, a2)
+    for x, y in zip(o1, o2):
+        assert acrobat.values_equal(x, y, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "off",
+    [(), ("twin_launches",), ("embedding_tables",), ("fused_elementwise",), ("leveling",)],
+)
+@pytest.mark.parametrize("model", ["birnn", "drnn", "stackrnn", "treelstm"])
+def test_native_flush_under_every_option_set(model, off):
+    spec = load(model, "tiny")
+    xs = spec.instances(4, seed=5)
+    prog = acrobat.compile(spec.module, spec.params, acrobat.CompileOptions().without(*off))
+    calls, out = _both_paths(prog, xs, "acrobat")
+    assert calls["native"] == calls["python"]
+    for x, y in zip(out["python"][1], out["native"][1]):
+        assert acrobat.values_equal(x, y, rtol=0, atol=0)
+
+
+def test_without_gather_fusion_the_python_path_runs():
+    """Kernels that take gathered inputs (gather fusion off) are not the native flush's."""
+    spec = load("treelstm", "tiny")
+    prog = acrobat.compile(
+        spec.module, spec.params, acrobat.CompileOptions().without("gather_fusion")
+    )
+    assert prepare(prog, "numpy").executor.native_flush is None
+    xs = spec.instances(3, seed=1)
+    res = acrobat.run(prog, xs, trace_level="off", strategy="batched")
+    for x, o in zip(xs, res.outputs):
+        assert acrobat.values_equal(o, spec.evaluate(x), rtol=1e-4, atol=1e-5)
+
+
+def test_a_schedule_it_does_not_take_runs_in_python():
+    """A user's policy may hand batches of int32 index arrays: ``run_flush`` declines the
+    flush before doing anything, and the Python path runs it."""
+    acro = get_policy("acrobat")
+
+    @register_policy("int32-nodes")
+    def narrow(dfg, inline_depth):
+        return [Batch(b.kernel, b.nodes.astype(np.int32), b.level) for b in acro(dfg, inline_depth)]
+
+    try:
+        spec = load("treelstm", "tiny")
+        xs = spec.instances(4, seed=1)
+        prog = acrobat.compile(spec.module, spec.params)
+        ex = prepare(prog, "numpy").executor
+        real, answers = ex.native_flush, []
+        ex.native_flush = lambda *a: answers.append(real(*a)) or answers[-1]
+        try:
+            res = acrobat.run(prog, xs, policy="int32-nodes", trace_level="off", strategy="batched")
+        finally:
+            ex.native_flush = real
+        assert answers and all(a is None for a in answers)
+        for x, o in zip(xs, res.outputs):
+            assert acrobat.values_equal(o, spec.evaluate(x), rtol=1e-4, atol=1e-5)
+    finally:
+        unregister_policy("int32-nodes")
+
+
+BAD_TOKEN = """
+H = Size("H", 4)
+V = Size("V", 10)
+E: Param[V, H]
+W1: Param[H, H]
+W2: Param[H, H]
+
+def look(w: int, W: Tensor[H, H]) -> Tensor[H]:
+    return tanh(dense(embed(E, w), W))
+
+def main(w: int) -> tuple[Tensor[H], Tensor[H]]:
+    return parallel(look(w, W1), look(w, W2))
+"""
+
+
+@pytest.mark.parametrize("twins", [True, False])
+def test_a_kernel_error_names_the_same_instance_either_way(twins):
+    """An embedding id out of range raised inside the native flush is reported as the
+    Python path reports it: the same typed error, message and instance."""
+    module = parse(BAD_TOKEN)
+    rng = np.random.default_rng(0)
+    params = {p.name: rng.standard_normal(p.ty.shape).astype(np.float32) for p in module.params}
+    options = acrobat.CompileOptions().without("embedding_tables")
+    if not twins:
+        options = options.without("twin_launches")
+    prog = acrobat.compile(module, params, options)
+    ex = prepare(prog, "numpy").executor
+    errors = []
+    for flush in (ex.native_flush, None):
+        real, ex.native_flush = ex.native_flush, flush
+        try:
+            with pytest.raises(acrobat.InstanceError) as e:
+                acrobat.run(prog, [1, 7, 12, 3], strategy="batched", trace_level="off")
+        finally:
+            ex.native_flush = real
+        errors.append(e.value)
+    assert str(errors[0]) == str(errors[1])
+    assert errors[0].index == errors[1].index == 2
+    # and the runtime still runs after it
+    res = acrobat.run(prog, [1, 7, 3], strategy="batched", trace_level="off")
+    assert len(res.outputs) == 3
