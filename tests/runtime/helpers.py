@@ -82,3 +82,34 @@ def captured_schedules() -> Iterator[list[tuple[DFG, Schedule]]]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(run_module, "schedule", spy)
         yield seen
+
+
+BAD_TOKEN_SOURCE = """
+H = Size("H", 4)
+V = Size("V", 10)
+E: Param[V, H]
+W1: Param[H, H]
+W2: Param[H, H]
+
+def look(w: int, W: Tensor[H, H]) -> Tensor[H]:
+    return tanh(dense(embed(E, w), W))
+
+def main(w: int) -> tuple[Tensor[H], Tensor[H]]:
+    return parallel(look(w, W1), look(w, W2))
+"""
+"""One embedding lookup under two weights: its two specializations are twin kernels. Run
+on ``[1, 7, 12, 3]``, instance 2's id is out of range (V = 10)."""
+
+
+def bad_token_program(twins: bool = True):
+    """:data:`BAD_TOKEN_SOURCE` compiled without embedding tables (which would tabulate
+    each clone into a table of its own), with twin launches on or off."""
+    from acrobat.frontend import parse
+
+    module = parse(BAD_TOKEN_SOURCE)
+    rng = np.random.default_rng(0)
+    params = {p.name: rng.standard_normal(p.ty.shape).astype(np.float32) for p in module.params}
+    options = acrobat.CompileOptions().without("embedding_tables")
+    if not twins:
+        options = options.without("twin_launches")
+    return acrobat.compile(module, params, options)

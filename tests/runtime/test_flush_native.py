@@ -10,11 +10,11 @@ import pytest
 
 import acrobat
 from acrobat import native
-from acrobat.frontend import parse
 from acrobat.models import catalog, load
 from acrobat.runtime.executor import Executor
 from acrobat.runtime.run import prepare
 from acrobat.runtime.schedule import Batch, get_policy, register_policy, unregister_policy
+from tests.runtime.helpers import bad_token_program
 
 pytestmark = pytest.mark.skipif(
     native.load() is None or not hasattr(native.load(), "run_flush"),
@@ -146,32 +146,11 @@ def test_a_schedule_it_does_not_take_runs_in_python():
         unregister_policy("int32-nodes")
 
 
-BAD_TOKEN = """
-H = Size("H", 4)
-V = Size("V", 10)
-E: Param[V, H]
-W1: Param[H, H]
-W2: Param[H, H]
-
-def look(w: int, W: Tensor[H, H]) -> Tensor[H]:
-    return tanh(dense(embed(E, w), W))
-
-def main(w: int) -> tuple[Tensor[H], Tensor[H]]:
-    return parallel(look(w, W1), look(w, W2))
-"""
-
-
 @pytest.mark.parametrize("twins", [True, False])
 def test_a_kernel_error_names_the_same_instance_either_way(twins):
     """An embedding id out of range raised inside the native flush is reported as the
     Python path reports it: the same typed error, message and instance."""
-    module = parse(BAD_TOKEN)
-    rng = np.random.default_rng(0)
-    params = {p.name: rng.standard_normal(p.ty.shape).astype(np.float32) for p in module.params}
-    options = acrobat.CompileOptions().without("embedding_tables")
-    if not twins:
-        options = options.without("twin_launches")
-    prog = acrobat.compile(module, params, options)
+    prog = bad_token_program(twins)
     ex = prepare(prog, "numpy").executor
     errors = []
     for flush in (ex.native_flush, None):

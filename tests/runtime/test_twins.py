@@ -15,7 +15,7 @@ from acrobat.ir.values import from_list
 from acrobat.runtime.run import prepare
 from acrobat.runtime.schedule import get_policy, register_policy, unregister_policy
 from acrobat.trace import BatchFormed, KernelCompiled, NodeRecorded
-from tests.runtime.helpers import assert_outputs_equal, batch, program
+from tests.runtime.helpers import assert_outputs_equal, bad_token_program, batch, program
 
 # Two chains over the same inputs with their own weights: specialization clones ``chain``
 # and ``step``, so the step kernels are twins; their weights differ in a dense (matrix and
@@ -170,27 +170,8 @@ def test_a_tiled_group_call_gives_each_tile_its_members_rows():
 def test_a_bad_token_in_a_group_batch_names_its_instance():
     """An embedding index out of range inside a twin group's launch raises the same typed
     error, for the same instance, as without twin launches."""
-    src = """
-H = Size("H", 4)
-V = Size("V", 10)
-E: Param[V, H]
-W1: Param[H, H]
-W2: Param[H, H]
-
-def look(w: int, W: Tensor[H, H]) -> Tensor[H]:
-    return tanh(dense(embed(E, w), W))
-
-def main(w: int) -> tuple[Tensor[H], Tensor[H]]:
-    return parallel(look(w, W1), look(w, W2))
-"""
-    module = parse(src)
-    rng = np.random.default_rng(0)
-    params = {p.name: rng.standard_normal(p.ty.shape).astype(np.float32) for p in module.params}
-    # (without embedding tables, which would tabulate each clone into a table of its own)
-    options = acrobat.CompileOptions().without("embedding_tables")
-    on = acrobat.compile(module, params, options)
+    on, off = bad_token_program(), bad_token_program(twins=False)
     assert prepare(on).executor.groups, "the two look kernels are twins"
-    off = acrobat.compile(module, params, options.without("twin_launches"))
     errors = []
     for prog in (on, off):
         with pytest.raises(acrobat.InstanceError) as e:
