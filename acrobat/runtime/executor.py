@@ -284,7 +284,7 @@ class Executor:
         """:meth:`run` on host arenas as one call of the native module's ``run_flush``
         (``acrobat/native/flush.c``): :meth:`prepare`'s bookkeeping and the loop of
         :meth:`plan` and :meth:`launch`, without Python per batch (StackRNN small b64,
-        ~100 flushes and 569 launches a run: the executor's own time 4.9 -> ~1.5 ms a run).
+        ~100 flushes and 569 launches a run: the executor's own time 5.4 -> 2.2 ms a run).
         Same arguments to the same kernels in the same order; what a kernel raises
         propagates (an embedding id out of range as :meth:`launch` reports it). None when
         the schedule is not one it takes (a user's policy handing other index arrays): the
