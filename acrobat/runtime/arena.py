@@ -22,7 +22,7 @@ class ArenaLimitError(AcrobatError):
 class Arena:
     """Rows of one tensor class; ``alloc(n)`` returns the first of ``n`` new rows."""
 
-    __slots__ = ("shape", "dtype", "width", "buf", "top", "peak", "xp", "zero_copy")
+    __slots__ = ("shape", "dtype", "width", "row_bytes", "buf", "top", "peak", "xp", "zero_copy")
 
     def __init__(self, shape: tuple[int, ...], dtype: str, capacity: int = 64, xp=np):
         self.xp = xp  # numpy, or cupy for device arenas
@@ -30,6 +30,7 @@ class Arena:
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
         self.width = max(1, math.prod(shape))
+        self.row_bytes = self.width * self.dtype.itemsize  # one row (one tensor value)
         self.buf = xp.empty((capacity, self.width), self.dtype)
         self.top = 0
         self.peak = 0
@@ -71,7 +72,7 @@ class Arena:
             return self.buf[r0 : r0 + n].reshape((n,) + self.shape), 0
         idx = rows if self.xp is np else self.xp.asarray(rows)
         out = self.buf.take(idx, axis=0).reshape((n,) + self.shape)
-        return out, n * self.width * self.dtype.itemsize
+        return out, n * self.row_bytes
 
     def scattered_bytes(self, rows: np.ndarray) -> int:
         """Bytes a gather of ``rows`` copies: none when they are one block (read in place),
@@ -81,11 +82,11 @@ class Arena:
             return 0
         if rows[-1] - rows[0] == n - 1 and block_start(rows) is not None:
             return 0  # (ends n - 1 apart is the cheap half of the test)
-        return n * self.width * self.dtype.itemsize
+        return n * self.row_bytes
 
     @property
     def nbytes(self) -> int:
-        return self.peak * self.width * self.dtype.itemsize
+        return self.peak * self.row_bytes
 
 
 class ArenaPool:
@@ -114,7 +115,7 @@ class ArenaPool:
         """Raise before allocating if the total would pass the limit."""
         if self.limit is None:
             return
-        used = sum(a.top * a.width * a.dtype.itemsize for a in self.arenas.values())
+        used = sum(a.top * a.row_bytes for a in self.arenas.values())
         if used + extra_bytes > self.limit:
             raise ArenaLimitError(
                 f"the batch needs {_size(used + extra_bytes)} of tensor memory, more than the "

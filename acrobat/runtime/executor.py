@@ -99,9 +99,9 @@ class Executor:
         self.flush_specs = [
             (
                 fn,
-                tuple((arena, index, _reshape(arena), _row_bytes(arena)) for arena, index in outs),
+                tuple((arena, index, _reshape(arena), arena.row_bytes) for arena, index in outs),
                 tuple(
-                    (col, arena, _reshape(arena), _row_bytes(arena))
+                    (col, arena, _reshape(arena), arena.row_bytes)
                     if arena is not None
                     else (col, None, None, 0)
                     for col, arena in ins
@@ -109,10 +109,11 @@ class Executor:
                 len(self.groups[k - self.n_kernels][0]) if k >= self.n_kernels else 0,
             )
             for k, (fn, ins, outs, *_) in enumerate(self.plans)
+            if self.native_flush is not None
         ]
         # the backend's synchronize, timed with each kernel; None: a no-op (host kernels)
         self.sync = None if backend.xp is np and backend.name == "numpy" else backend.synchronize
-        self.out_bytes = [sum(a.width * a.dtype.itemsize for a in outs) for outs in self.out_arenas]
+        self.out_bytes = [sum(a.row_bytes for a in outs) for outs in self.out_arenas]
         self.row_of = np.zeros(1024, np.int64)
         self.arena_of = np.zeros(1024, np.int16)
 
@@ -282,8 +283,8 @@ class Executor:
 
     def run_native(self, dfg: DFG, sched: Schedule):
         """:meth:`run` on host arenas as one call of the native module's ``run_flush``
-        (``acrobat/native/flush.c``): :meth:`prepare`'s bookkeeping and the loop of
-        :meth:`plan` and :meth:`launch`, without Python per batch (StackRNN small b64,
+        (``acrobat/native/flush.c``): the bookkeeping and the loop of :meth:`plan` and
+        :meth:`launch`, without Python per batch (StackRNN small b64,
         ~100 flushes and 569 launches a run: the executor's own time 5.4 -> 2.2 ms a run).
         Same arguments to the same kernels in the same order; what a kernel raises
         propagates (an embedding id out of range as :meth:`launch` reports it). None when
@@ -352,8 +353,8 @@ class Executor:
             begin = clock()
         return gathered, kernel_s
 
-    def prepare(self, dfg: DFG, batches) -> tuple:
-        """A flush's bookkeeping before its first launch.
+    def plan(self, dfg: DFG, sched: Schedule):
+        """The bookkeeping of a whole flush done at once, then each launch's arguments.
 
         Allocation is deterministic (each batch's outputs take the next block of rows of
         their arena, in launch order), so before any launch: every output arena grows once
@@ -362,11 +363,15 @@ class Executor:
         batched input's rows are looked up in one gather per (kernel, input) — or all of
         that in one call of the native module for the whole flush (:meth:`_rows_native`;
         StackRNN small b64, ~100 flushes a run: this bookkeeping 7.0 -> 4.8 ms a run, the
-        whole run 28.9 -> 26.0 ms measured interleaved). Returns ``(firsts, of_kernel,
-        recs, inputs, segs)``: per batch its outputs' first rows; per kernel its batches'
-        numbers, its records in launch order with each batch's offsets, per input
-        ``(rows or host ids, arena or None, per batch the first row of a block or -1, or
-        None)``; per twin group its batches' ``(member, rows)`` pairs."""
+        whole run 28.9 -> 26.0 ms measured interleaved). Each launch
+        then only slices, and, on host arenas, hands an input whose rows are one block to
+        the kernel as a view (no second look at its rows there). Yields, per batch in
+        order, the arguments of :meth:`launch`: ``(kernel, rows n, its record rows, [per
+        input: what the kernel takes], first output rows, bytes its scattered inputs
+        copy)``."""
+        batches = sched.batches
+        if not batches:
+            return
         plans = self.plans
         # pass 1 (Python ints): each batch's first output rows; each kernel's batches
         tops: dict[int, int] = {}
@@ -396,19 +401,6 @@ class Executor:
             recs, inputs, segs = self._rows_native(native, dfg, batches, of_kernel, sizes, firsts)
         else:
             recs, inputs, segs = self._rows_numpy(dfg, batches, of_kernel, sizes, firsts)
-        return firsts, of_kernel, recs, inputs, segs
-
-    def plan(self, dfg: DFG, sched: Schedule):
-        """The bookkeeping of a whole flush done at once (:meth:`prepare`), then each
-        launch's arguments. Each launch only slices, and, on host arenas, hands an input
-        whose rows are one block to the kernel as a view (no second look at its rows
-        there). Yields, per batch in order, the arguments of :meth:`launch`: ``(kernel,
-        rows n, its record rows, [per input: what the kernel takes], first output rows,
-        bytes its scattered inputs copy)``."""
-        batches = sched.batches
-        if not batches:
-            return
-        firsts, of_kernel, recs, inputs, segs = self.prepare(dfg, batches)
         counts = self.counts_copies
         fused = self.fused
         at = dict.fromkeys(of_kernel, 0)  # each kernel's next batch
@@ -433,7 +425,7 @@ class Executor:
                     if r0 is not None and r0 >= 0:
                         args.append(arena.rows(r0, e - s))
                         continue
-                    moved += (e - s) * arena.width * arena.dtype.itemsize
+                    moved += (e - s) * arena.row_bytes
                 args.append((arena.buf, rows[s:e]))  # the kernel gathers them
             if k >= n_kernels:  # a twin group's kernel: which member's rows are where
                 yield k, e - s, rec[s:e], args, firsts[i], moved, segs[k][1][b]
@@ -631,10 +623,6 @@ class Executor:
 def _new_ids(shape: tuple) -> np.ndarray:
     """A new int64 array (what ``run_flush`` fills with records and rows)."""
     return np.empty(shape, np.int64)
-
-
-def _row_bytes(arena) -> int:
-    return arena.width * arena.dtype.itemsize
 
 
 def _reshape(arena) -> tuple | None:

@@ -522,28 +522,15 @@ class Runtime:
         programs flush whenever every instance waits for a tensor value. Returns each
         instance's ``(result, depth)``. ``python``: the Python program, even when the C
         one is built."""
-        ex = self.executor
         tg = time.perf_counter()
         st.start(0, first_free)
         raw = None
         if self.host_c is not None and not python:
             record_c = self.record_c_fibers if self.entry_is_fiber else self.record_c
             raw = record_c(st, args_list, first_free)
-        if raw is not None:
-            pass
-        elif self.entry_is_fiber:
+        if raw is None:  # the Python program (not built, or the C one stopped)
             st.stats.host_code = st.stats.host_code or f"python ({self.host_c_why})"
-            roots = [Fiber(st.entry(*a, self.base), i) for i, a in enumerate(args_list)]
-            raw, _ = run_fibers(roots, st.start, lambda: self.flush(st), ex.answer_reads)
-        else:
-            st.stats.host_code = st.stats.host_code or f"python ({self.host_c_why})"
-            raw = []
-            for i, a in enumerate(args_list):
-                st.start(i)
-                try:
-                    raw.append(st.entry(*a, self.base))
-                except HOST_FAILURES as err:
-                    raise host_failure(err, i) from None
+            raw = self.record_python(st, args_list)
         t_host = time.perf_counter()
         in_flush = sum(b - a for _, a, b in st.spans)
         st.stats.host_ms = (t_host - tg - in_flush) * 1e3
@@ -588,6 +575,22 @@ class Runtime:
         except (OSError, ImportError) as err:
             self.host_c_failed = True  # not retried: the Python program for good
             self.host_c_why = f"no C build: {err}"
+
+    def record_python(self, st: _RunState, args_list: list[list]) -> list:
+        """:meth:`record` by the Python host program: each instance's ``(result, depth)``
+        (a fiber program's instances run as fibers, flushing whenever all of them wait)."""
+        if self.entry_is_fiber:
+            roots = [Fiber(st.entry(*a, self.base), i) for i, a in enumerate(args_list)]
+            raw, _ = run_fibers(roots, st.start, lambda: self.flush(st), self.executor.answer_reads)
+            return raw
+        raw = []
+        for i, a in enumerate(args_list):
+            st.start(i)
+            try:
+                raw.append(st.entry(*a, self.base))
+            except HOST_FAILURES as err:
+                raise host_failure(err, i) from None
+        return raw
 
     def record_c(self, st: _RunState, args_list: list[list], first_free: int) -> list | None:
         """:meth:`record` by the compiled host program: each instance's ``(result,
