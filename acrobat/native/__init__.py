@@ -1,6 +1,6 @@
 """acrobat's native kernels: C source shipped with the package, built on first use.
 
-Five files, one module. ``smallgemm.c``: :func:`sgemm`, a float32 product of a few rows
+Six files, one module. ``smallgemm.c``: :func:`sgemm`, a float32 product of a few rows
 with a resident weight, ``out = x @ wt (+ bias)``, that packs nothing (the file says why
 OpenBLAS loses there). The generated NumPy kernels call it through :func:`dense_rows` for
 small products (:data:`SMALL_ROWS`, :data:`MULTI_THREAD_MACS`) and NumPy's ``matmul``
@@ -10,11 +10,12 @@ multiply-adds (the calling thread and a helper thread the module starts once per
 ``rowprog.c``: a kernel's chain of elementwise ops, row by row in L1-resident vectors.
 ``plan.c``: the executor's row bookkeeping of a whole flush in one call
 (``Executor.plan``); ``flush.c``: a whole flush of host kernels, bookkeeping and launches,
-in one call (``Executor.run_native``). ``values.c``: ADT values made and walked in C for the host program
-(:func:`adt_maker`), with ``adt.h``, the layout of an ADT value's class, which the
-compiled host programs (:func:`build_extension`) include too.
+in one call (``Executor.run_native``). ``sched.c``: the ``acrobat`` policy's leveling
+scheduler (:mod:`acrobat.runtime.leveling`). ``values.c``: ADT values made and walked in C
+for the host program (:func:`adt_maker`), with ``adt.h``, the layout of an ADT value's
+class, which the compiled host programs (:func:`build_extension`) include too.
 
-Building: the first process that needs it compiles the five files with the host's C
+Building: the first process that needs it compiles the six files with the host's C
 compiler (``$CC`` or ``cc``, the Python headers of this interpreter) into a cache directory
 (``$ACROBAT_CACHE_DIR``, else ``$XDG_CACHE_HOME/acrobat``, else ``~/.cache/acrobat``),
 under a name that holds the sources' hash, the interpreter's ABI and the machine; later
@@ -46,7 +47,7 @@ import numpy as np
 
 SOURCES = tuple(
     Path(__file__).with_name(f)
-    for f in ("smallgemm.c", "rowprog.c", "plan.c", "flush.c", "values.c")
+    for f in ("smallgemm.c", "rowprog.c", "plan.c", "flush.c", "sched.c", "values.c")
 )
 """The C files compiled into the one native module."""
 

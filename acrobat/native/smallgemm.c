@@ -724,6 +724,8 @@ PyObject *acrobat_plan_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
 PyObject *acrobat_read_answers(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* flush.c: a flush of host kernels in one call */
 PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+/* sched.c: the acrobat policy's leveling scheduler */
+PyObject *acrobat_list_schedule(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* values.c: ADT values made and walked in C for the host program */
 PyObject *acrobat_adt_maker(PyObject *self, PyObject *cls);
 
@@ -745,6 +747,9 @@ static PyMethodDef methods[] = {
     {"run_flush", (PyCFunction)(void (*)(void))acrobat_run_flush, METH_FASTCALL,
      "run_flush(batches, records, specs, row_of, arena_of, OUT, alloc, failed, sync) -> "
      "(bytes copied, kernel seconds) | None: a flush of host kernels (flush.c)"},
+    {"list_schedule", (PyCFunction)(void (*)(void))acrobat_list_schedule, METH_FASTCALL,
+     "list_schedule(records, table, KEY, OUT, STRIDE, batch, alloc) -> [batch] | None: the "
+     "acrobat policy's leveled schedule of one pass (sched.c)"},
     {"adt_maker", acrobat_adt_maker, METH_O,
      "adt_maker(cls) -> maker: maker(ctor, fields) makes cls's value in C (values.c)"},
     {"park", park, METH_NOARGS, "the helper thread sleeps until the next two-thread call"},

@@ -15,13 +15,18 @@ DyNet's depth or agenda policies, and often much less (docs/paper.md §4). If it
 ever came out with more batches than the key buckets, the key buckets are kept: leveling
 never adds a launch.
 
-Cost: one pass over the nodes and edges in compiled code (numba, compiled once and cached
-on disk; without numba the same function runs as Python, correct but slow).
-:func:`jit_ms` is the time compiling or loading it took in this process.
+Cost: one pass over the nodes and edges in compiled code. Where acrobat's native module
+is available (:mod:`acrobat.native`) that is its ``list_schedule`` (``sched.c``: the same
+algorithm, reading the DFG's record arrays where they lie and returning the batches, so a
+pass costs a few microseconds besides its nodes); elsewhere :func:`_list_schedule` compiled
+by numba (once, cached on disk), or run as Python without numba, correct but slow. The
+three give the same schedule (tests/runtime/test_schedules.py). :func:`jit_ms` is the time
+compiling or loading numba's took in this process (0 where the native one runs).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 
 import numpy as np
@@ -317,9 +322,25 @@ def _schedule_fn():
     return _COMPILED
 
 
+_int64s = functools.partial(np.empty, dtype=np.int64)  # the native scheduler's arrays
+_NATIVE: list = []  # [list_schedule or None], resolved on first use
+
+
+def native_fn():
+    """The native module's ``list_schedule`` (``sched.c``), or None where the module is
+    off (then numba's :func:`_list_schedule` runs)."""
+    if not _NATIVE:
+        from acrobat import native
+
+        _NATIVE.append(getattr(native.load(), "list_schedule", None))
+    return _NATIVE[0]
+
+
 def warm() -> None:
-    """Compile (or load from the disk cache) the scheduler now."""
-    _schedule_fn()
+    """Make the scheduler ready now: load the native module, or where it is off, compile
+    (or load from the disk cache) numba's."""
+    if native_fn() is None:
+        _schedule_fn()
 
 
 def jit_ms() -> float:
@@ -373,6 +394,17 @@ def inputs(dfg):
     else:
         flat = np.concatenate([records[k].ravel() for k in present])
     return flat, seg, _tables(dfg.kernels).table
+
+
+def native_schedule(dfg, batch):
+    """The schedule of ``dfg`` by the native scheduler, as ``batch(kernel, local rows,
+    level)`` tuples in launch order (the schedule :func:`level_schedule` gives); None where
+    the native module is off or declines the DFG (records that are not int64 C-contiguous
+    rows of their kernel's width)."""
+    fn = native_fn()
+    if fn is None:
+        return None
+    return fn(dfg.records, _tables(dfg.kernels).table, KEY, OUT, STRIDE, batch, _int64s)
 
 
 def level_schedule(dfg):

@@ -141,8 +141,9 @@ class RunStats(Mapping):
             ``"auto: N of M (others busy ...)"`` or ``"forced N (threads=N)"``, and where
             the products ran when not on the BLAS).
         jit_ms: what this process spent compiling, or loading from disk caches, the
-            leveling scheduler (:mod:`acrobat.runtime.leveling`, numba) and the native
-            small-row GEMM (:mod:`acrobat.native`, C): paid once, when the first program
+            native module (:mod:`acrobat.native`, C: the small-row GEMM, the flush
+            runner, the leveling scheduler) or, where it is off, numba's leveling
+            scheduler (:mod:`acrobat.runtime.leveling`): paid once, when the first program
             that needs them is prepared, and never inside a run's ``total_ms`` (0 when
             nothing needed them); plus what this runtime's compiled host program cost to
             build or load (``host_code``), paid before the run that first uses it starts

@@ -32,7 +32,7 @@ import numpy as np
 from acrobat.codegen.records import KEY, STRIDE
 from acrobat.registry import Registry
 from acrobat.runtime.dfg import DFG
-from acrobat.runtime.leveling import level_schedule
+from acrobat.runtime.leveling import level_schedule, native_schedule
 
 
 class Batch(NamedTuple):
@@ -158,6 +158,9 @@ def acrobat_schedule(dfg: DFG, level: bool = True) -> list[Batch]:
     pass is list-scheduled critical path first within each phase where that launches fewer
     batches (:mod:`acrobat.runtime.leveling`)."""
     if level:
+        batches = native_schedule(dfg, Batch)
+        if batches is not None:
+            return batches
         one = _one_key_each(dfg.records)
         if one is None:
             return list(map(Batch._make, level_schedule(dfg)))

@@ -20,7 +20,7 @@ import acrobat
 from acrobat.codegen.records import ARGS, STRIDE
 from acrobat.runtime import leveling
 from acrobat.runtime.dfg import DFG, KernelInfo
-from acrobat.runtime.schedule import Schedule, lower_bound, schedule
+from acrobat.runtime.schedule import Batch, Schedule, _one_key_each, lower_bound, schedule
 from acrobat.trace import BatchFormed, NodeRecorded, ScheduleFormed
 from tests.runtime.helpers import MODELS, POLICIES, batch, captured_schedules, program
 
@@ -190,12 +190,14 @@ def test_launches_table_against_lower_bound():
 
 
 @st.composite
-def dfgs(draw, exact_depth: bool = False) -> DFG:
+def dfgs(draw, exact_depth: bool = False, spread: bool = False) -> DFG:
     """A random DFG as a host program would record it.
 
     Every key is deeper than the keys of the node's producers in the same phase (inline
     depth is a conservative levelling); phases only grow in recording order. With
-    ``exact_depth`` the key is exactly one more than the deepest producer (no slack)."""
+    ``exact_depth`` the key is exactly one more than the deepest producer (no slack).
+    ``spread``: more nodes, phases far apart and depths with large gaps (the schedulers'
+    sorting paths, as a fiber program's reads at the last depth of a phase take)."""
     kernels = [
         KernelInfo(
             f"k{i}",
@@ -208,9 +210,9 @@ def dfgs(draw, exact_depth: bool = False) -> DFG:
     key_of = dict.fromkeys(range(n_inputs), -1)  # value id -> key of its producer
     rows: list[list] = [[] for _ in kernels]
     nv, phase = n_inputs, 0
-    for _ in range(draw(st.integers(0, 40))):
+    for _ in range(draw(st.integers(0, 150 if spread else 40))):
         if not exact_depth and draw(st.integers(0, 9)) == 0:
-            phase += 1
+            phase += draw(st.sampled_from((1, 1000))) if spread else 1
         k = draw(st.integers(0, len(kernels) - 1))
         args, deepest = [], -1
         for batched in kernels[k].arg_batched:
@@ -222,6 +224,8 @@ def dfgs(draw, exact_depth: bool = False) -> DFG:
             else:
                 args.append(draw(st.integers(0, 9)))  # a host int
         slack = 0 if exact_depth else draw(st.integers(0, 2))
+        if spread and draw(st.integers(0, 4)) == 0:
+            slack += draw(st.sampled_from((100, 10**6, 10**9)))
         key = phase * STRIDE + deepest + 1 + slack
         rows[k].append([key, nv, draw(st.integers(0, 3)), *args])
         for j in range(kernels[k].n_outputs):
@@ -327,8 +331,124 @@ def test_leveling_never_launches_more_than_dynet_depth_on_exact_depths(dfg):
     assert len(leveled.batches) <= len(schedule(dfg, "dynet-depth").batches)
 
 
+def fallback_schedule(dfg: DFG) -> list[Batch]:
+    """The acrobat policy's schedule where the native scheduler is off: numba's
+    ``_list_schedule`` (or the one-key shortcut), as ``acrobat_schedule`` runs it."""
+    one = _one_key_each(dfg.records)
+    if one is not None:
+        return [Batch(k, np.arange(len(dfg.records[k])), key) for key, k in sorted(one)]
+    return list(map(Batch._make, leveling.level_schedule(dfg)))
+
+
+def same_batches(a: list, b: list) -> bool:
+    return [(x.kernel, x.level, np.asarray(x.nodes).tolist()) for x in a] == [
+        (x.kernel, x.level, np.asarray(x.nodes).tolist()) for x in b
+    ]
+
+
+needs_native_scheduler = pytest.mark.skipif(
+    leveling.native_fn() is None, reason=f"native module off: {acrobat.native.status()}"
+)
+
+
+@needs_native_scheduler
+@settings(max_examples=150, deadline=None)
+@given(dfg=st.one_of(dfgs(), dfgs(spread=True)))
+def test_native_scheduler_equals_the_compiled_one(dfg):
+    """sched.c's list_schedule gives numba's schedule, batch for batch (kernel, level,
+    local rows), as Batch tuples of int64 row arrays."""
+    native = leveling.native_schedule(dfg, Batch)
+    assert native is not None
+    assert same_batches(native, fallback_schedule(dfg))
+    for b in native:
+        assert type(b) is Batch and b.nodes.dtype == np.int64 and b.nodes.flags.c_contiguous
+    check_schedule(dfg, Schedule("acrobat", native))
+
+
+@needs_native_scheduler
+@pytest.mark.parametrize("model", MODELS)
+def test_native_scheduler_equals_the_compiled_one_on_the_models(model):
+    xs, _ = batch(model, 24, 3)
+    with captured_schedules() as seen:
+        acrobat.run(program(model), xs, policy="acrobat")
+    for dfg, sched in seen:
+        assert same_batches(sched.batches, fallback_schedule(dfg))
+
+
+def random_dfg(rng: np.random.Generator, instances: int, spread: bool) -> DFG:
+    """A large DFG recorded as a host program records one: instance after instance, each
+    a random program of a few kernels whose nodes use that instance's recent values (keys
+    deeper than their producers' in a phase, phases growing). Its batches take rows
+    strided across the instances, gathered from several launches' ready lists: the many-row
+    batches, dense and sparse, in and out of order, that small generated DFGs rarely
+    make. ``spread``: phases far apart and depths with large gaps."""
+    kernels = [KernelInfo("a", (True,), 1), KernelInfo("b", (True, True), 1)]
+    kernels += [KernelInfo("c", (True, False, True), 2), KernelInfo("d", (), 1)]
+    key_of = {0: -1, 1: -1}
+    rows: list[list] = [[] for _ in kernels]
+    nv = 2
+    for inst in range(instances):
+        mine, phase = [0, 1], 0
+        for _ in range(int(rng.integers(5, 120))):
+            if rng.integers(0, 40) == 0:
+                phase += 1000 if spread and rng.integers(0, 2) else 1
+            k = int(rng.integers(0, len(kernels)))
+            args, deepest = [], -1
+            for batched in kernels[k].arg_batched:
+                if batched:
+                    vid = mine[-int(rng.integers(1, min(len(mine), 6) + 1))]
+                    if key_of[vid] >= phase * STRIDE:
+                        deepest = max(deepest, key_of[vid] - phase * STRIDE)
+                    args.append(vid)
+                else:
+                    args.append(int(rng.integers(0, 9)))
+            slack = int(rng.integers(0, 2))
+            if spread and rng.integers(0, 8) == 0:
+                slack += int(rng.choice([100, 10**6, 10**9]))
+            key = phase * STRIDE + deepest + 1 + slack
+            rows[k].append([key, nv, inst, *args])
+            for j in range(kernels[k].n_outputs):
+                key_of[nv + j] = key
+                mine.append(nv + j)
+            nv += kernels[k].n_outputs
+    records = [
+        np.array(r, np.int64).reshape(len(r), ARGS + len(info.arg_batched))
+        for r, info in zip(rows, kernels)
+    ]
+    return DFG(kernels, records)
+
+
+@needs_native_scheduler
+@pytest.mark.parametrize("seed", range(6))
+def test_native_scheduler_equals_the_compiled_one_on_large_dfgs(seed):
+    rng = np.random.default_rng(seed)
+    dfg = random_dfg(rng, 64, spread=seed % 2 == 1)
+    native = leveling.native_schedule(dfg, Batch)
+    assert same_batches(native, fallback_schedule(dfg))
+    check_schedule(dfg, Schedule("acrobat", native))
+    again = leveling.native_schedule(dfg, Batch)  # scratch reused: the same again
+    assert same_batches(again, native)
+
+
+@needs_native_scheduler
+def test_native_scheduler_declines_what_it_does_not_take():
+    """Records that are not int64 rows of their kernel's width: None, and the policy's
+    schedule comes from the compiled scheduler instead (the same batches)."""
+    xs, _ = batch("treelstm", 6, 0)
+    with captured_schedules() as seen:
+        acrobat.run(program("treelstm"), xs, policy="acrobat")
+    dfg, sched = seen[0]
+    narrow = DFG(dfg.kernels, [r.astype(np.int32) for r in dfg.records])
+    strided = DFG(dfg.kernels, [np.asfortranarray(r) if len(r) > 1 else r for r in dfg.records])
+    for odd in (narrow, strided):
+        assert leveling.native_schedule(odd, Batch) is None
+        assert same_batches(schedule(odd, "acrobat").batches, sched.batches)
+    wide = DFG(dfg.kernels, [np.pad(r, ((0, 0), (0, 1))) for r in dfg.records])
+    assert leveling.native_schedule(wide, Batch) is None
+
+
 @settings(max_examples=100, deadline=None)
-@given(dfg=dfgs())
+@given(dfg=st.one_of(dfgs(), dfgs(spread=True)))
 def test_compiled_and_python_leveling_agree(dfg):
     """The numba-compiled scheduler and the same function run as Python give the same
     schedule (the Python one is what runs where numba is missing)."""

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -100,7 +103,8 @@ def test_lower_bound_is_computed_when_read(model):
 def test_jit_cost_of_the_leveling_scheduler_is_shown_and_outside_the_run():
     xs, _ = batch("treelstm", 3, 0)
     res = acrobat.run(program("treelstm"), xs, strategy="batched")
-    # paid when the program was prepared (compiling, or loading numba's disk cache)
+    # paid when the program was prepared (building or loading the native module, or
+    # numba's scheduler where the native module is off)
     assert res.stats.jit_ms > 0
     again = acrobat.run(program("treelstm"), xs, strategy="batched")
     assert again.stats.jit_ms == res.stats.jit_ms  # once per process
@@ -113,3 +117,35 @@ def test_the_native_kernel_state_is_shown_in_stats():
         assert stats.native == acrobat.native.status()
         assert stats.native in ("built", "loaded") or stats.native.startswith("off (")
         assert stats.jit_ms >= acrobat.native.load_ms()
+
+
+_SCHEDULER_PROBE = """
+import sys, acrobat
+from acrobat.bench.harness import bench_instances
+spec = acrobat.models.load("stackrnn", "tiny")
+prog = acrobat.compile(spec.module, spec.params)
+stats = acrobat.run(prog, bench_instances(spec, 8, 0), strategy="batched").stats
+print(stats.launches, stats.passes, "numba" in sys.modules, stats.native)
+"""
+
+
+def test_the_native_scheduler_spares_the_numba_import_and_schedules_the_same():
+    """With the native module on, a run never imports numba (its import and cache load
+    cost a first run ~0.3 s); with it off, numba's scheduler makes the same launches."""
+    out = {}
+    for native_env in ("1", "0"):
+        env = {**os.environ, "ACROBAT_NATIVE": native_env}
+        done = subprocess.run(
+            [sys.executable, "-c", _SCHEDULER_PROBE],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        launches, passes, numba, status = done.stdout.split(maxsplit=3)
+        out[native_env] = (int(launches), int(passes), numba == "True", status.strip())
+    assert out["0"][:2] == out["1"][:2]
+    assert out["0"][2] and out["0"][3] == "off (ACROBAT_NATIVE=0)"
+    if out["1"][3] in ("built", "loaded"):
+        assert not out["1"][2]
