@@ -147,6 +147,8 @@ def _fields_table(m: Module, t: AdtType, cache: dict) -> dict[str, tuple]:
 
 
 def _fits(m: Module, value: Any, ty: Type) -> bool:
+    if type(ty) is TensorType or type(ty) is ScalarType:  # a leaf: nothing to walk
+        return _mismatch(m, value, ty) is None
     cache = _tables(m)
     maker = native.adt_maker(AdtValue)
     if maker is not None:  # the same walk in C (acrobat/native/values.c): ~10x faster

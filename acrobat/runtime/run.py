@@ -32,6 +32,7 @@ from acrobat.codegen.host_c import MODULE_PLACEHOLDER
 from acrobat.codegen.records import ARGS, INST, OUT, STRIDE, float_bits
 from acrobat.codegen.twins import find_twins
 from acrobat.errors import AcrobatNameError, InstanceError
+from acrobat.ir.types import TensorType
 from acrobat.ir.values import AdtValue, entry_args
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
@@ -240,6 +241,24 @@ def _records(flat: list, width: int, kernel: str) -> np.ndarray:
         raise
 
 
+_TENSOR = "tensor"  # Runtime.tensor_params: a parameter of tensor type
+
+
+class _PendingUploads:
+    """A value store that only notes what :func:`to_handles` uploads (value ids ascending),
+    for one ``Executor.upload_many`` of them all."""
+
+    __slots__ = ("vids", "values")
+
+    def __init__(self) -> None:
+        self.vids: list[int] = []
+        self.values: list[np.ndarray] = []
+
+    def upload(self, vid: int, value: np.ndarray) -> None:
+        self.vids.append(vid)
+        self.values.append(value)
+
+
 class _StartAgain(Exception):
     """The compiled fiber program stopped after a flush had executed nodes: the run
     starts over with the Python program (the message says why)."""
@@ -359,7 +378,10 @@ class Runtime:
         else:
             self.host_c_why = "not built yet"
         self.default_limit, self.limit_read_at = 0, -1e9
-        self.tensor_params = [has_tensor(m, p.ty) for p in m.main.params]
+        # per entry parameter: _TENSOR (a tensor), True (a value holding tensors), False
+        self.tensor_params = [
+            _TENSOR if isinstance(p.ty, TensorType) else has_tensor(m, p.ty) for p in m.main.params
+        ]
         self.tensor_inputs = any(self.tensor_params)
         self.tensor_output = has_tensor(m, m.main.ret)
         self.direct_program = prog.direct_program  # the direct strategy's program
@@ -503,13 +525,19 @@ class Runtime:
         self.pool.check(inputs + sum(a.nbytes for a in upload))
         nv = 0
         args_list = []
+        pending = _PendingUploads()  # the tensors, uploaded together below
         for args in checked:
             conv = []
             for p, a, tensors in zip(m.main.params, args, self.tensor_params):
-                if tensors:
-                    a, nv = to_handles(m, a, p.ty, ex, nv)
+                if tensors is _TENSOR:  # a tensor parameter: its value id, as to_handles gives
+                    pending.upload(nv, np.asarray(a))
+                    a = nv
+                    nv += 1
+                elif tensors:
+                    a, nv = to_handles(m, a, p.ty, pending, nv)
                 conv.append(a)
             args_list.append(conv)
+        ex.upload_many(pending.vids, pending.values)
         for name, value in zip(self.host.weight_values, upload):
             ex.upload(nv, value)
             st.weights[name] = nv
