@@ -67,7 +67,10 @@ Haswell kernels; ``timeit``, best of 7, native time / ``matmul`` time): on one B
 the native kernel is ahead up to 64 rows on every weight tried (256 x 256 to 1280 x 512:
 1.03-1.84x at 8-64 rows, 0.97-1.11x at 96-128); on two, OpenBLAS splits its work and
 wins past about 2.5e6 multiply-adds (1280 x 512: 1.05x at 8 rows, 0.92x at 16; 256 x 256:
-1.09x at 32 rows, 0.75x at 48)."""
+1.09x at 32 rows, 0.75x at 48). Measured again with the AVX-512 tiles on an Intel Xeon
+(OpenBLAS's SkylakeX kernels, one thread): ahead up to 64 rows (1.00-1.35x at 48-64 rows on
+256 x 256 to 512 x 1280), even at about 96-128 rows and behind past them, so the row limit
+stands there too; the two-thread limit was not measured again."""
 
 TWO_THREAD_MACS = 500_000
 """In a run that gives the products to acrobat's own two threads (:func:`set_threads` with

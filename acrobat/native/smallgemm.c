@@ -6,11 +6,13 @@
  * docs/architecture.md, "Small GEMMs"). Weights are constants here, so they are packed
  * once, when a kernel is compiled, into panels of 16 columns ([ceil(N / 16), K, 16],
  * zero-padded); this kernel streams each panel once and keeps up to 6 x 16 accumulators
- * in AVX2 registers, so its cost is the FMAs plus one pass over the weight.
+ * in AVX2 registers (12 x 16 in AVX-512 registers where the CPU has AVX-512F: isa()), so
+ * its cost is the FMAs plus one pass over the weight.
  *
  * Built by acrobat.native on first use (the host's C compiler, cached on disk); the AVX2
- * path is chosen at run time when the CPU has AVX2 and FMA, else the call answers False
- * and the caller uses NumPy. Each output row is summed in the same order whatever the
+ * path is chosen at run time when the CPU has AVX2 and FMA (AVX-512 tiles when it has
+ * AVX-512F too, unless ACROBAT_NATIVE_ISA=avx2; both give the same bits), else the call
+ * answers False and the caller uses NumPy. Each output row is summed in the same order whatever the
  * number of rows, so a row's result does not depend on the batch it ran in.
  *
  * Two threads: with ``threads`` = 2 a product is cut into pieces (of its columns, or of
@@ -110,6 +112,68 @@ typedef void (*tile_fn)(int, const Py_ssize_t *, const float *const *, Py_ssize_
                         const float *, float *, Py_ssize_t, const float *, int);
 static const tile_fn TILES[7] = {0, tile_1, tile_2, tile_3, tile_4, tile_5, tile_6};
 
+/* The same tile with AVX-512 (where the CPU has it): a panel's 16 columns are one vector,
+ * so a tile takes up to MR512 rows and twice the multiply-adds per instruction. Every
+ * output element is the same chain of FMAs over k = 0 .. K - 1 from the bias (or 0) as
+ * in the AVX2 tile, so the two give the same bits. ``full`` = 0: only the first 8
+ * columns are loaded from the bias and stored (the weight's padding columns are zero). */
+#define MR512 12
+#define TARGET512 __attribute__((target("avx512f,avx2,fma")))
+#define ROWZ(i)                                                                          \
+    __m512 d##i = !bias ? _mm512_setzero_ps()                                            \
+                        : full ? _mm512_loadu_ps(bias) : _mm512_maskz_loadu_ps(0xFF, bias);
+#define FMAZ(i)                                                                          \
+    if (ROWS > i)                                                                        \
+        d##i = _mm512_fmadd_ps(_mm512_set1_ps(x##i[k]), w0, d##i);
+#define STOREZ(i)                                                                        \
+    if (ROWS > i) {                                                                      \
+        if (full)                                                                        \
+            _mm512_storeu_ps(o + i * ldo, d##i);                                         \
+        else                                                                             \
+            _mm512_mask_storeu_ps(o + i * ldo, 0xFF, d##i);                              \
+    }
+#define TILEZ(MR)                                                                        \
+    TARGET512 static void tilez_##MR(int nparts, const Py_ssize_t *kw,                   \
+                                     const float *const *xp, Py_ssize_t ldp,             \
+                                     const float *w, float *o, Py_ssize_t ldo,           \
+                                     const float *bias, int full) {                      \
+        enum { ROWS = MR };                                                              \
+        ROWZ(0) ROWZ(1) ROWZ(2) ROWZ(3) ROWZ(4) ROWZ(5) ROWZ(6) ROWZ(7) ROWZ(8) ROWZ(9)  \
+        ROWZ(10) ROWZ(11)                                                                \
+        for (int p = 0; p < nparts; p++, xp += ldp) {                                    \
+            XROW(0) XROW(1) XROW(2) XROW(3) XROW(4) XROW(5) XROW(6) XROW(7) XROW(8)      \
+            XROW(9) XROW(10) XROW(11)                                                    \
+            Py_ssize_t K = kw[p];                                                        \
+            for (Py_ssize_t k = 0; k < K; k++) {                                         \
+                __m512 w0 = _mm512_loadu_ps(w + 16 * k);                                 \
+                FMAZ(0) FMAZ(1) FMAZ(2) FMAZ(3) FMAZ(4) FMAZ(5) FMAZ(6) FMAZ(7) FMAZ(8)  \
+                FMAZ(9) FMAZ(10) FMAZ(11)                                                \
+            }                                                                            \
+            w += 16 * K;                                                                 \
+        }                                                                                \
+        STOREZ(0) STOREZ(1) STOREZ(2) STOREZ(3) STOREZ(4) STOREZ(5) STOREZ(6) STOREZ(7)  \
+        STOREZ(8) STOREZ(9) STOREZ(10) STOREZ(11)                                        \
+    }
+
+TILEZ(1) TILEZ(2) TILEZ(3) TILEZ(4) TILEZ(5) TILEZ(6) TILEZ(7) TILEZ(8) TILEZ(9) TILEZ(10)
+TILEZ(11) TILEZ(12)
+
+static const tile_fn TILESZ[MR512 + 1] = {0,       tilez_1, tilez_2,  tilez_3,  tilez_4,
+                                          tilez_5, tilez_6, tilez_7,  tilez_8,  tilez_9,
+                                          tilez_10, tilez_11, tilez_12};
+
+static int use512 = -1; /* the tiles the products take: 1 AVX-512, 0 AVX2 (-1: not chosen) */
+
+static int have_avx512(void) {
+    static int known = -1;
+    if (known < 0) {
+        __builtin_cpu_init();
+        known = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
+                __builtin_cpu_supports("fma");
+    }
+    return known;
+}
+
 /* Panels outermost within a block of rows, so that each panel of the weight is read once
  * per block and reused from cache by every tile of rows in it; a block's rows (at most
  * BLOCK_BYTES of x) stay in cache across the panels. ``w`` is [ceil(N / 16), K, 16];
@@ -127,16 +191,19 @@ typedef struct {
 static void gemm_avx2(const task_t *t, Py_ssize_t m0, Py_ssize_t m1, Py_ssize_t n0,
                       Py_ssize_t n1) {
     Py_ssize_t K = t->K, ldo = t->ldo;
+    const int wide = use512 == 1;
+    const Py_ssize_t mrmax = wide ? MR512 : 6;
+    const tile_fn *tiles = wide ? TILESZ : TILES;
     Py_ssize_t block = BLOCK_BYTES / (4 * (K > 0 ? K : 1));
-    block = block < 6 ? 6 : block - block % 6;
+    block = block < mrmax ? mrmax : block - block % mrmax;
     for (Py_ssize_t b0 = m0; b0 < m1; b0 += block) {
         Py_ssize_t b1 = m1 - b0 < block ? m1 : b0 + block;
         for (Py_ssize_t n = n0; n < n1; n += 16) {
             const float *panel = t->w + (n / 16) * K * 16;
             int full = n1 - n >= 16;
-            for (Py_ssize_t m = b0; m < b1; m += 6) {
-                Py_ssize_t mr = b1 - m < 6 ? b1 - m : 6;
-                TILES[mr](t->nparts, t->kw, t->xp + m, t->ldp, panel, t->o + m * ldo + n, ldo,
+            for (Py_ssize_t m = b0; m < b1; m += mrmax) {
+                Py_ssize_t mr = b1 - m < mrmax ? b1 - m : mrmax;
+                tiles[mr](t->nparts, t->kw, t->xp + m, t->ldp, panel, t->o + m * ldo + n, ldo,
                           t->bias ? t->bias + n : NULL, full);
             }
         }
@@ -324,6 +391,10 @@ static int have_avx2(void) {
     if (known < 0) {
         __builtin_cpu_init();
         known = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        if (use512 < 0) { /* AVX-512 where the CPU has it, unless ACROBAT_NATIVE_ISA=avx2 */
+            const char *isa = getenv("ACROBAT_NATIVE_ISA");
+            use512 = known && have_avx512() && !(isa && strcmp(isa, "avx2") == 0);
+        }
     }
     return known;
 }
@@ -707,6 +778,35 @@ static PyObject *park(PyObject *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* isa([name]) -> str: the tiles the products take, "avx512" or "avx2" ("" off this CPU);
+ * with a name, switch to it first (ValueError where the CPU lacks it) */
+static PyObject *isa(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+#ifdef ACROBAT_X86
+    if (!have_avx2())
+        return PyUnicode_FromString("");
+    if (nargs == 1) {
+        const char *want = PyUnicode_AsUTF8(args[0]);
+        if (!want)
+            return NULL;
+        if (strcmp(want, "avx2") == 0)
+            use512 = 0;
+        else if (strcmp(want, "avx512") == 0 && have_avx512())
+            use512 = 1;
+        else {
+            PyErr_Format(PyExc_ValueError, "isa %R: this CPU runs \"avx2\"%s", args[0],
+                         have_avx512() ? " or \"avx512\"" : "");
+            return NULL;
+        }
+    }
+    return PyUnicode_FromString(use512 == 1 ? "avx512" : "avx2");
+#else
+    (void)args;
+    (void)nargs;
+    return PyUnicode_FromString("");
+#endif
+}
+
 static PyObject *available(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -754,6 +854,9 @@ static PyMethodDef methods[] = {
      "adt_maker(cls) -> maker: maker(ctor, fields) makes cls's value in C (values.c)"},
     {"park", park, METH_NOARGS, "the helper thread sleeps until the next two-thread call"},
     {"available", available, METH_NOARGS, "whether this CPU runs the AVX2/FMA kernel"},
+    {"isa", (PyCFunction)(void (*)(void))isa, METH_FASTCALL,
+     "isa([name]) -> str: the products' instruction set, \"avx512\" or \"avx2\"; with a "
+     "name, switch to it"},
     {NULL, NULL, 0, NULL},
 };
 
