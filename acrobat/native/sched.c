@@ -135,7 +135,7 @@ static void scratch_trim(void) {
 }
 
 /* a batch's local rows (distinct) ascending: insertion sort for a few, marks over their
- * range where it is dense, else qsort */
+ * range where it is dense, else a radix sort; -1 when out of memory */
 static int sort_rows(i64 *a, i64 n) {
     if (n <= SMALL) {
         sort_i64(a, n);
