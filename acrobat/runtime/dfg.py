@@ -25,7 +25,7 @@ class KernelInfo:
     extra: int = 0  # columns after the arguments (a twin group's: the member, see executor)
 
 
-@dataclass
+@dataclass(slots=True)  # no __dict__: a fiber program makes ~100 a run
 class DFG:
     """Pending nodes: ``records[k]`` is ``[N_k, ARGS + n_args]`` for kernel ``k``."""
 

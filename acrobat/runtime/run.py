@@ -300,7 +300,7 @@ class _RunState:
         # start(i, first value id = None: unchanged) and next_value() (the next free
         # value id)
         self.entry = self.start = self.next_value = None
-        self.passes: list[tuple[DFG, Schedule]] = []
+        self.passes: list[tuple[DFG, Schedule | None]] = []  # schedules kept when traced
         self.bounds: list[int] = []  # lower bound of each pass
         self.spans: list[tuple[str, float, float]] = []
         # the C host program's records (one int64 array per kernel), used by the next
@@ -717,7 +717,9 @@ class Runtime:
         stats.exe_ms += (t4 - t3) * 1e3
         stats.launches += len(sched.batches)
         stats.nodes += nodes
-        st.passes.append((dfg, sched))
+        # an untraced run keeps only the DFG (for stats.lower_bound): its schedule, batches
+        # and Batch tuples go now, not at the cycle collector's pass at the run's end
+        st.passes.append((dfg, sched if st.traced else None))
         st.spans.append(("dfg_arrays", t1, t2))
         st.spans.append(("scheduling", t2, t3))
         st.spans.append(("execution", t3, t4))

@@ -44,7 +44,7 @@ class Batch(NamedTuple):
     level: int  # the depth key (acrobat) or computed depth the batch was formed at
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Schedule:
     """A policy's batches, in launch order (the bound is :func:`lower_bound`)."""
 
