@@ -60,12 +60,16 @@ notebooks: setup
 
 # Optional peers for the benchmark: PyTorch (a local CPU build) in the venv, and DyNet 2.1.2
 # built from its PyPI sdist into .dynet-venv by scripts/build_dynet.sh (6-9 minutes, needs root).
+# The build targets this CPU (-march=native), so a .dynet-venv built on another CPU (a checkout
+# carried to another machine) is built again: its CPU's fingerprint is kept beside it.
+CPU_ID = $(shell (grep -m1 '^model name' /proc/cpuinfo; grep -m1 '^flags' /proc/cpuinfo) 2>/dev/null | sha256sum | cut -c1-16)
 peers: setup
 	$(PY) -m pip install torch==2.13.0
-	@if [ -x .dynet-venv/bin/python ] && .dynet-venv/bin/python -c "import dynet" 2>/dev/null; then \
-		echo "DyNet already built in .dynet-venv"; \
+	@if [ -x .dynet-venv/bin/python ] && .dynet-venv/bin/python -c "import dynet" 2>/dev/null \
+		&& [ "$$(cat .dynet-venv/built-for-cpu 2>/dev/null)" = "$(CPU_ID)" ]; then \
+		echo "DyNet already built in .dynet-venv for this CPU"; \
 	else \
-		bash scripts/build_dynet.sh .dynet-venv .dynet-build; \
+		bash scripts/build_dynet.sh .dynet-venv .dynet-build && echo "$(CPU_ID)" > .dynet-venv/built-for-cpu; \
 	fi
 
 # The paper's grid on this machine, then the report (CSV, markdown, HTML).

@@ -13,7 +13,8 @@
 #   - The wheel step fails on a missing LICENSE.txt because setup.py changes directory; an
 #     empty `license_files =` in setup.cfg avoids it.
 # The result: libdynet.so lands in the venv's lib/ (the install works only in that venv), built
-# with -march=native (not portable to other CPUs). DyNet's batching strategy is process-wide
+# with -march=native (not portable to other CPUs: `make peers` keeps this CPU's fingerprint in
+# $VENV/built-for-cpu and builds again on another). DyNet's batching strategy is process-wide
 # (dynet_config.set(autobatch=K) before `import dynet`), so the benchmark runs one process per
 # strategy.
 set -euo pipefail

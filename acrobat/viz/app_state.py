@@ -17,6 +17,7 @@ the work in flight (the newest setting wins).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -45,6 +46,8 @@ from acrobat.viz.compare_view import (
 )
 from acrobat.viz.ir_view import pipeline_stages
 from acrobat.viz.trace_bundle import dumps, join_traces, loads, split_trace
+
+_log = logging.getLogger("acrobat.explorer")
 
 SIZE_NAMES = ("tiny", "small", "large")
 WARMUP = 1  # dropped rounds before the timed ones
@@ -336,19 +339,26 @@ class ExplorerState(param.Parameterized):
         typed. Earlier runs are cleared: they belong to the previous program. Returns success."""
         self._compiled = None
         self.param.update(trace_a=None, trace_b=None, run_error="", origin="", timing=None)
+        # one reading of what to compile: a setting that changes meanwhile (another thread)
+        # cannot pair one model's source with another size's weights
+        model, size, source = self.model, self.size, self.source
         try:
             with self._working():
-                self._set_progress(-1, f"compiling {self.model} ({self.size})")
-                sizes = models.sizes(self.model, self.size)
-                module, used = _parse_with_declared_sizes(self.source, sizes, f"{self.model}.py")
+                self._set_progress(-1, f"compiling {model} ({size})")
+                sizes = models.sizes(model, size)
+                module, used = _parse_with_declared_sizes(source, sizes, f"{model}.py")
                 ir_text = module.pretty()
-                weights = self._params(module)
+                weights = self._params(module, model, size, source)
                 self._compiled = runner.compile_module(module, weights, self.disabled)
                 self._module, self._weights = module, weights
         except AcrobatError as err:
+            # a built-in model's own source failing is never the user's doing: say so
+            level = logging.WARNING if source == models.source(model) else logging.INFO
+            _log.log(level, "compiling %s (%s) failed: %s", model, size, err)
             self._fail(str(err), err.line, err.col)
             return False
         except Exception as err:  # a bug in acrobat, not in the program: show it, stay up
+            _log.warning("internal error compiling %s (%s): %r", model, size, err, exc_info=True)
             self._fail(f"internal error while compiling (please report): {err!r}", None, None)
             return False
         self.timings = {"compile_ms": self._compiled.ms}
@@ -787,14 +797,17 @@ class ExplorerState(param.Parameterized):
     def _last_stats(self, name: str) -> dict:
         return self._results.get(name, {})
 
-    def _model_spec(self):
-        if self._spec is None or (self._spec.name, self._spec.size) != (self.model, self.size):
-            self._spec = runner.load_spec(self.model, self.size)
-        return self._spec
+    def _model_spec(self, model: str | None = None, size: str | None = None):
+        """The model's spec (data, weights) at ``model`` and ``size`` (default: the page's)."""
+        model, size = model or self.model, size or self.size
+        spec = self._spec
+        if spec is None or (spec.name, spec.size) != (model, size):
+            spec = self._spec = runner.load_spec(model, size)
+        return spec
 
-    def _params(self, module) -> dict:
-        edited = self.source != models.source(self.model)
-        return runner.fresh_params(module) if edited else self._model_spec().params
+    def _params(self, module, model: str, size: str, source: str) -> dict:
+        edited = source != models.source(model)
+        return runner.fresh_params(module) if edited else self._model_spec(model, size).params
 
 
 def _parse_with_declared_sizes(source: str, sizes: dict[str, int], filename: str):
