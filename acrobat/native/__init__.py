@@ -265,6 +265,12 @@ def load_ms() -> float:
     return _load_ms
 
 
+def new_int64s(shape) -> np.ndarray:
+    """A new int64 array of ``shape`` (an int or a tuple): what the native calls that
+    return index arrays (``run_flush``, ``list_schedule``) fill."""
+    return np.empty(shape, np.int64)
+
+
 def packable(shape: tuple[int, ...], dtype) -> bool:
     """Whether a transposed weight of ``shape`` (``[K, N]``) and ``dtype`` is one the kernel
     takes (:func:`pack` makes its panels): float32, 2-d, ``N`` a multiple of 8."""

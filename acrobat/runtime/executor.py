@@ -96,21 +96,26 @@ class Executor:
         self.native_flush = (
             getattr(native.load(), "run_flush", None) if self.counts_copies else None
         )
-        self.flush_specs = [
-            (
-                fn,
-                tuple((arena, index, _reshape(arena), arena.row_bytes) for arena, index in outs),
-                tuple(
-                    (col, arena, _reshape(arena), arena.row_bytes)
-                    if arena is not None
-                    else (col, None, None, 0)
-                    for col, arena in ins
-                ),
-                len(self.groups[k - self.n_kernels][0]) if k >= self.n_kernels else 0,
-            )
-            for k, (fn, ins, outs, *_) in enumerate(self.plans)
+        self.flush_specs = (
+            [
+                (
+                    fn,
+                    tuple(
+                        (arena, index, _reshape(arena), arena.row_bytes) for arena, index in outs
+                    ),
+                    tuple(
+                        (col, arena, _reshape(arena), arena.row_bytes)
+                        if arena is not None
+                        else (col, None, None, 0)
+                        for col, arena in ins
+                    ),
+                    len(self.groups[k - self.n_kernels][0]) if k >= self.n_kernels else 0,
+                )
+                for k, (fn, ins, outs, *_) in enumerate(self.plans)
+            ]
             if self.native_flush is not None
-        ]
+            else []
+        )
         # the backend's synchronize, timed with each kernel; None: a no-op (host kernels)
         self.sync = None if backend.xp is np and backend.name == "numpy" else backend.synchronize
         self.out_bytes = [sum(a.row_bytes for a in outs) for outs in self.out_arenas]
@@ -175,7 +180,7 @@ class Executor:
         rows are the ones :meth:`upload` one by one would give."""
         if not vids:
             return
-        if self.backend.xp is not np or len(vids) < 4:
+        if self.backend.xp is not np:
             for vid, value in zip(vids, values):
                 self.upload(vid, value)
             return
@@ -331,7 +336,7 @@ class Executor:
                 self.row_of,
                 self.arena_of,
                 OUT,
-                _new_ids,
+                native.new_int64s,
                 failed,
                 self.sync,
             )
@@ -647,11 +652,6 @@ class Executor:
             int(rec[err.position, INST]),
             hint="token ids must lie in [0, vocabulary size)",
         )
-
-
-def _new_ids(shape: tuple) -> np.ndarray:
-    """A new int64 array (what ``run_flush`` fills with records and rows)."""
-    return np.empty(shape, np.int64)
 
 
 def _reshape(arena) -> tuple | None:

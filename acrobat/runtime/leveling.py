@@ -31,6 +31,7 @@ import time
 
 import numpy as np
 
+from acrobat import native
 from acrobat.codegen.records import ARGS, KEY, OUT, STRIDE
 
 
@@ -322,18 +323,11 @@ def _schedule_fn():
     return _COMPILED
 
 
-_int64s = functools.partial(np.empty, dtype=np.int64)  # the native scheduler's arrays
-_NATIVE: list = []  # [list_schedule or None], resolved on first use
-
-
+@functools.cache
 def native_fn():
     """The native module's ``list_schedule`` (``sched.c``), or None where the module is
-    off (then numba's :func:`_list_schedule` runs)."""
-    if not _NATIVE:
-        from acrobat import native
-
-        _NATIVE.append(getattr(native.load(), "list_schedule", None))
-    return _NATIVE[0]
+    off (then numba's :func:`_list_schedule` runs); looked up once."""
+    return getattr(native.load(), "list_schedule", None)
 
 
 def warm() -> None:
@@ -404,7 +398,7 @@ def native_schedule(dfg, batch):
     fn = native_fn()
     if fn is None:
         return None
-    return fn(dfg.records, _tables(dfg.kernels).table, KEY, OUT, STRIDE, batch, _int64s)
+    return fn(dfg.records, _tables(dfg.kernels).table, KEY, OUT, STRIDE, batch, native.new_int64s)
 
 
 def level_schedule(dfg):

@@ -32,7 +32,6 @@ from acrobat.codegen.host_c import MODULE_PLACEHOLDER
 from acrobat.codegen.records import ARGS, INST, OUT, STRIDE, float_bits
 from acrobat.codegen.twins import find_twins
 from acrobat.errors import AcrobatNameError, InstanceError
-from acrobat.ir.types import TensorType
 from acrobat.ir.values import AdtValue, entry_args
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
@@ -241,9 +240,6 @@ def _records(flat: list, width: int, kernel: str) -> np.ndarray:
         raise
 
 
-_TENSOR = "tensor"  # Runtime.tensor_params: a parameter of tensor type
-
-
 class _PendingUploads:
     """A value store that only notes what :func:`to_handles` uploads (value ids ascending),
     for one ``Executor.upload_many`` of them all."""
@@ -378,10 +374,7 @@ class Runtime:
         else:
             self.host_c_why = "not built yet"
         self.default_limit, self.limit_read_at = 0, -1e9
-        # per entry parameter: _TENSOR (a tensor), True (a value holding tensors), False
-        self.tensor_params = [
-            _TENSOR if isinstance(p.ty, TensorType) else has_tensor(m, p.ty) for p in m.main.params
-        ]
+        self.tensor_params = [has_tensor(m, p.ty) for p in m.main.params]
         self.tensor_inputs = any(self.tensor_params)
         self.tensor_output = has_tensor(m, m.main.ret)
         self.direct_program = prog.direct_program  # the direct strategy's program
@@ -529,11 +522,7 @@ class Runtime:
         for args in checked:
             conv = []
             for p, a, tensors in zip(m.main.params, args, self.tensor_params):
-                if tensors is _TENSOR:  # a tensor parameter: its value id, as to_handles gives
-                    pending.upload(nv, np.asarray(a))
-                    a = nv
-                    nv += 1
-                elif tensors:
+                if tensors:
                     a, nv = to_handles(m, a, p.ty, pending, nv)
                 conv.append(a)
             args_list.append(conv)

@@ -57,6 +57,9 @@ class ValueStore(Protocol):
 def to_handles(m: Module, value: Any, ty: Type, store: ValueStore, next_vid: int):
     """An instance with every tensor replaced by a value id; returns (value, next id).
     Callers skip it for types that hold no tensor (see :func:`has_tensor`)."""
+    if isinstance(ty, TensorType):  # a tensor: its id, without planning a converter
+        store.upload(next_vid, np.asarray(value))
+        return next_vid, next_vid + 1
     counter = [next_vid]
 
     def leaf(t: TensorType):
