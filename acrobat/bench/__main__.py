@@ -14,7 +14,7 @@ from pathlib import Path
 
 from acrobat.bench import grid
 from acrobat.bench.harness import DEFAULT_RUNS, DEFAULT_WARMUP, run_acrobat
-from acrobat.bench.load import load_test, report
+from acrobat.bench.load import busy_cpu, load_test, report
 from acrobat.bench.report import write_report
 from acrobat.passes.options import OPTIMIZATIONS
 from acrobat.runtime.schedule import policy_names
@@ -55,6 +55,11 @@ def _parser() -> argparse.ArgumentParser:
         type=_threads,
         default=[None],
         help="thread settings to compare (auto or a count), each quiet and busy",
+    )
+    lt.add_argument(
+        "--unpinned",
+        action="store_true",
+        help="let the busy process run on any CPU (default: pinned to the last one)",
     )
     for name, helptext in (("paper", "the paper's grid"), ("ablation", "each optimization off")):
         g = sub.add_parser(name, help=helptext)
@@ -98,8 +103,13 @@ def main(argv: list[str] | None = None) -> int:
             tuple(args.threads),
             args.repeats,
             args.warmup,
+            pin=not args.unpinned,
         )
-        print(f"{args.model} {args.size} b{args.batch}, {args.repeats} interleaved repeats")
+        where = "anywhere" if args.unpinned else f"pinned to CPU {busy_cpu()}"
+        print(
+            f"{args.model} {args.size} b{args.batch}, {args.repeats} interleaved repeats, "
+            f"the busy process {where}"
+        )
         print(report(m, facts))
         return 0
     if args.cmd in ("paper", "ablation"):

@@ -1,10 +1,13 @@
 """Load on demand: a bounded busy-loop process beside a measurement, and the load test
 (``python -m acrobat.bench load-test``): TreeLSTM small b64 quiet and with one busy
-process, interleaved."""
+process, interleaved. The busy process is pinned to one CPU (the last this process may
+run on), as a neighbour that keeps one core busy (a browser tab, a build job) does;
+``pin=False`` (``--unpinned``) lets the kernel move it among every CPU."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -22,9 +25,13 @@ _SPIN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end
 
 
 @contextlib.contextmanager
-def busy_process(seconds: float = 60.0) -> Iterator[subprocess.Popen]:
-    """One Python process spinning on a core for at most ``seconds``; killed on exit."""
+def busy_process(seconds: float = 60.0, cpu: int | None = None) -> Iterator[subprocess.Popen]:
+    """One Python process spinning on a core for at most ``seconds`` (on CPU ``cpu`` only,
+    when given and the platform can pin); killed on exit."""
     proc = subprocess.Popen([sys.executable, "-c", _SPIN.format(s=float(seconds))])
+    if cpu is not None and hasattr(os, "sched_setaffinity"):
+        with contextlib.suppress(OSError):  # gone already, or the CPU not allowed
+            os.sched_setaffinity(proc.pid, {cpu})
     try:
         time.sleep(0.05)  # let it start spinning
         yield proc
@@ -44,14 +51,16 @@ class Busy:
     configuration's sampler window is quiet. Time ``fn`` itself (e.g. ``total_ms`` of
     the run's stats), not the call."""
 
-    def __init__(self, fn: Callable[[], Any], seconds: float, lead: float = 0.1):
-        self.fn, self.seconds, self.lead = fn, seconds, lead
+    def __init__(
+        self, fn: Callable[[], Any], seconds: float, lead: float = 0.1, cpu: int | None = None
+    ):
+        self.fn, self.seconds, self.lead, self.cpu = fn, seconds, lead, cpu
         self.stack = contextlib.ExitStack()
         self.proc: subprocess.Popen | None = None
 
     def __call__(self) -> Any:
         if self.proc is None:
-            self.proc = self.stack.enter_context(busy_process(self.seconds))
+            self.proc = self.stack.enter_context(busy_process(self.seconds, self.cpu))
         else:
             self.proc.send_signal(signal.SIGCONT)
         time.sleep(self.lead)
@@ -76,18 +85,21 @@ def load_test(
     repeats: int = 15,
     warmup: int = 3,
     seed: int = 0,
+    pin: bool = True,
 ) -> tuple[Measurement, dict[str, dict[str, Any]]]:
     """``model`` ``size`` b``batch``, quiet and with one busy process, for each thread
     setting (``None``: the automatic policy; an int: forced), all interleaved.
 
     Configurations are named ``quiet/<setting>`` and ``busy/<setting>``; compare them on
-    metric ``total_ms`` (the run's own time). Also returns, per configuration, the thread
-    facts of its last run."""
+    metric ``total_ms`` (the run's own time). ``pin``: the busy process runs on one CPU
+    (see the module's doc). Also returns, per configuration, the thread facts of its last
+    run."""
     spec = acrobat.models.load(model, size)
     xs = bench_instances(spec, batch, seed)
     prog = acrobat.compile(spec.module, spec.params)
     configs: dict[str, Callable[[], Any]] = {}
     busies = []
+    cpu = busy_cpu() if pin else None
     for t in settings:
 
         def run(t=t):
@@ -95,7 +107,7 @@ def load_test(
 
         label = "auto" if t is None else str(t)
         configs[f"quiet/{label}"] = run
-        busies.append(Busy(run, seconds=60 + 2 * repeats * len(settings)))
+        busies.append(Busy(run, seconds=60 + 2 * repeats * len(settings), cpu=cpu))
         configs[f"busy/{label}"] = busies[-1]
     try:
         m = measure(configs, repeats=repeats, warmup=warmup, metrics=("total_ms", "blas_threads"))
@@ -111,6 +123,16 @@ def load_test(
         for name, st in m.results.items()
     }
     return m, facts
+
+
+def busy_cpu() -> int | None:
+    """The CPU a pinned busy process takes: the last one this process may run on (None
+    where affinity cannot be read or only one CPU is allowed)."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    return allowed[-1] if len(allowed) > 1 else None
 
 
 def _range(xs) -> str:

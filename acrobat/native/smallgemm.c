@@ -15,10 +15,13 @@
  * answers False and the caller uses NumPy. Each output row is summed in the same order whatever the
  * number of rows, so a row's result does not depend on the batch it ran in.
  *
- * Two threads: with ``threads`` = 2 a product is cut into pieces (of its columns, or of
- * its rows) that the calling thread and a helper thread of this module (started on first
- * use, one per process) share. Cutting columns or rows keeps every output element's
- * summation order, so the result is the same bit for bit on one thread or two. The helper
+ * Two threads: with ``threads`` = 2 a product is cut into pieces (blocks of its rows and
+ * columns, ~PIECE_MACS each) that the calling thread and a helper thread of this module
+ * (started on first use, one per process) share. Cutting rows or columns keeps every
+ * output element's summation order, so the result is the same bit for bit on one thread
+ * or two. A piece the helper holds too long (preempted by another process) is taken back
+ * by the caller (see "tasks, pieces and the helper thread" below), and the helper keeps
+ * off the caller's CPU. The helper
  * spins briefly after a job (the next launch of a run usually follows within
  * microseconds) and then sleeps on a condition variable, at once after park() (the end of
  * a run); a call that finds it taken by
@@ -217,28 +220,52 @@ static void gemm_avx2(const task_t *t, Py_ssize_t m0, Py_ssize_t m1, Py_ssize_t 
  * a core another process holds) only takes fewer pieces: the caller never waits for work
  * nobody has started. A piece is claimed with one compare-and-swap on ``next`` (job
  * number, pieces, next piece), so a helper still looking at a finished job cannot take a
- * piece of the next one. */
-#define CUTS 4         /* pieces of a job's largest task */
+ * piece of the next one.
+ *
+ * Nor does the caller wait long for a piece the helper holds: the helper computes its
+ * pieces into a scratch buffer of its own and copies one into ``out`` only after it wins
+ * the piece's state (HELPER -> COMMITTING, a compare-and-swap). A caller that has run out
+ * of pieces and whose helper has not finished within STEAL_GRACE_NS and twice the caller's
+ * own time per piece (a helper preempted by
+ * another process can be away for milliseconds) takes the helper's pieces back
+ * (HELPER -> CALLER) and computes them itself; the helper, when it runs again, loses the
+ * swap and drops its result. Every piece is computed by one tile code in one order, so
+ * whoever computes it writes the same bits. A helper still computing a taken-back piece
+ * reads that call's inputs: the call keeps them (``late``, its buffers held, see
+ * ``call_t``) until the helper has left the job, and no two-thread job starts before then. */
 #define MAX_TASKS 16
-#define MAX_PIECES (CUTS * MAX_TASKS)
+#define MAX_PIECES 256
+#define PIECE_MACS 4e6 /* a piece's work: ~0.1-0.2 ms on one core (a late helper's loss) */
 typedef struct {
-    int task, by_cols;
-    Py_ssize_t a, b; /* columns or rows [a, b) */
+    int task;
+    Py_ssize_t m0, m1, n0, n1; /* rows [m0, m1) x columns [n0, n1) of the task's output */
 } piece_t;
+
+/* a piece's state: the job's number << 8 | one of these */
+enum { P_FREE, P_HELPER, P_COMMITTING, P_DONE, P_CALLER };
+#define PSTATE(job, st) ((unsigned long long)(job) << 8 | (st))
 
 static task_t tasks[MAX_TASKS];
 static piece_t pieces[MAX_PIECES];
+static atomic_ullong state[MAX_PIECES];
 static pthread_mutex_t call_mu = PTHREAD_MUTEX_INITIALIZER; /* one two-thread job at once */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;      /* guards sleeping, the wake */
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static atomic_long posted;  /* the number of the latest job */
 static atomic_ullong next;  /* job number << 32 | pieces << 16 | the next piece to take */
 static atomic_int finished; /* pieces of the latest job done */
+static atomic_long active;  /* the job the helper is taking pieces of (0: none) */
+static long late_job;       /* a job whose helper kept a taken-back piece (call_mu held) */
 static int sleeping;
 static atomic_int parked; /* 1: the helper sleeps at once after its job (park()) */
 static pid_t helper_pid; /* the process that started the helper (0: none) */
+static atomic_long stall_ns; /* tests: the helper sleeps this long in each piece it takes */
+static atomic_int caller_cpu = -1; /* the CPU the latest job was posted from */
+static float *scratch;       /* the helper's results before they are committed */
+static size_t scratch_cap;   /* floats */
 
 #define SPIN_NS 2000000L /* how long the helper spins for the next job before sleeping */
+#define STEAL_GRACE_NS 20000L /* + twice the caller's time per piece: then it takes back */
 
 static long now_ns(void) {
     struct timespec t;
@@ -248,28 +275,94 @@ static long now_ns(void) {
 
 static void run_task(const task_t *t) { gemm_avx2(t, 0, t->M, 0, t->N); }
 
+/* The caller's piece: straight into out. */
 static void run_piece(int i) {
     const piece_t *p = &pieces[i];
-    const task_t *t = &tasks[p->task];
-    if (p->by_cols)
-        gemm_avx2(t, 0, t->M, p->a, p->b);
-    else
-        gemm_avx2(t, p->a, p->b, 0, t->N);
+    gemm_avx2(&tasks[p->task], p->m0, p->m1, p->n0, p->n1);
 }
 
-/* Take and run pieces of job ``s`` until none is left. */
-static void take_pieces(long s) {
+/* The helper's piece ``i`` of job ``s``: computed into scratch (rows [m0, m1) of the
+ * task's row pointers, its panels from n0 / 16: each element the same FMA chain as in
+ * place), then copied into out if the piece is still the helper's. */
+static void helper_piece(long s, int i) {
+    const piece_t *p = &pieces[i];
+    const task_t *t = &tasks[p->task];
+    Py_ssize_t m0 = p->m0, n0 = p->n0;
+    Py_ssize_t rows = p->m1 - m0, cols = p->n1 - n0;
+    long stall = atomic_load_explicit(&stall_ns, memory_order_relaxed);
+    if (stall > 0) {
+        struct timespec d = {stall / 1000000000L, stall % 1000000000L};
+        nanosleep(&d, NULL);
+    }
+    if (rows > 0 && cols > 0) {
+        size_t need = (size_t)rows * (size_t)cols;
+        if (need > scratch_cap) {
+            float *grown = realloc(scratch, need * sizeof(float));
+            if (grown == NULL)
+                return; /* left as the helper's: the caller takes it back */
+            scratch = grown;
+            scratch_cap = need;
+        }
+        task_t u = *t;
+        u.xp = t->xp + m0;
+        u.w = t->w + (n0 / 16) * t->K * 16;
+        u.bias = t->bias ? t->bias + n0 : NULL;
+        u.o = scratch;
+        u.ldo = cols;
+        u.M = rows;
+        u.N = cols;
+        gemm_avx2(&u, 0, rows, 0, cols);
+    }
+    unsigned long long held = PSTATE(s, P_HELPER);
+    if (!atomic_compare_exchange_strong(&state[i], &held, PSTATE(s, P_COMMITTING)))
+        return; /* taken back: the caller computed it */
+    for (Py_ssize_t m = 0; m < rows; m++)
+        memcpy(t->o + (m0 + m) * t->ldo + n0, scratch + m * cols, sizeof(float) * (size_t)cols);
+    atomic_store(&state[i], PSTATE(s, P_DONE));
+    atomic_fetch_add_explicit(&finished, 1, memory_order_release);
+}
+
+/* The next untaken piece of job ``s``, or -1. */
+static int claim(long s) {
     for (;;) {
-        unsigned long long v = atomic_load_explicit(&next, memory_order_acquire);
+        unsigned long long v = atomic_load(&next);
         int piece = (int)(v & 0xffff), count = (int)((v >> 16) & 0xffff);
         if ((long)(v >> 32) != (s & 0xffffffffL) || piece >= count)
-            return;
-        if (!atomic_compare_exchange_weak_explicit(&next, &v, v + 1, memory_order_acq_rel,
-                                                   memory_order_acquire))
-            continue;
-        run_piece(piece);
-        atomic_fetch_add_explicit(&finished, 1, memory_order_release);
+            return -1;
+        if (atomic_compare_exchange_weak(&next, &v, v + 1))
+            return piece;
     }
+}
+
+/* The helper leaves the CPU its caller runs on: two threads sharing one CPU take turns
+ * instead of working side by side, and a neighbour holding the other CPU (one busy
+ * process) makes the scheduler put them there (a woken thread goes to its waker's CPU).
+ * It keeps to the process's CPUs but that one, until the caller is found on another. */
+static void leave_caller_cpu(void) {
+#ifdef __linux__
+    int c = atomic_load_explicit(&caller_cpu, memory_order_relaxed);
+    if (c < 0 || sched_getcpu() != c)
+        return;
+    cpu_set_t set;
+    if (sched_getaffinity(getpid(), sizeof set, &set) != 0 || !CPU_ISSET(c, &set))
+        return;
+    CPU_CLR(c, &set);
+    if (CPU_COUNT(&set) > 0)
+        sched_setaffinity(0, sizeof set, &set); /* this thread; it moves at once */
+#endif
+}
+
+/* The helper: take and run pieces of job ``s`` until none is left. ``active`` says it
+ * may be reading the job's inputs (set before its first claim, cleared after its last
+ * piece). */
+static void helper_pieces(long s) {
+    atomic_store(&active, s);
+    for (int i; (i = claim(s)) >= 0;) {
+        unsigned long long free_ = PSTATE(s, P_FREE);
+        if (atomic_compare_exchange_strong(&state[i], &free_, PSTATE(s, P_HELPER)))
+            helper_piece(s, i);
+    }
+    atomic_store(&active, 0);
 }
 
 static void *helper_main(void *arg) {
@@ -285,9 +378,9 @@ static void *helper_main(void *arg) {
                 if (++i % 64 == 0) {
                     if (now_ns() > until || atomic_load_explicit(&parked, memory_order_relaxed))
                         break;
-                    /* a thread woken beside its waker shares its core until the kernel
-                     * moves one: let the caller run rather than spin in its way */
-                    sched_yield();
+                    /* a thread woken beside its waker shares its CPU: move off it rather
+                     * than spin in the caller's way */
+                    leave_caller_cpu();
                 }
             }
         }
@@ -300,7 +393,8 @@ static void *helper_main(void *arg) {
             pthread_mutex_unlock(&mu);
         }
         seen = s;
-        take_pieces(s);
+        leave_caller_cpu();
+        helper_pieces(s);
     }
     return NULL;
 }
@@ -314,6 +408,8 @@ static int helper_ready(void) {
     pthread_mutex_init(&mu, NULL);
     pthread_cond_init(&cv, NULL);
     sleeping = 0;
+    atomic_store(&active, 0); /* a parent's helper is not here to leave its job */
+    late_job = 0;
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -326,62 +422,134 @@ static int helper_ready(void) {
     return 1;
 }
 
-/* Cut task ``i`` into at most ``want`` pieces, appended at ``pieces[n]``: of its panels
- * (columns) when it has four or more, or two or more and few rows, else of its tiles of 6
- * rows. Returns the new count. */
-static int cut_task(int i, int want, int n) {
+/* Cut task ``i`` into about ``want`` pieces (at least one, at most ``room``), appended at
+ * ``pieces[n]``; returns the new count. Rows go first in the blocks ``gemm_avx2`` streams
+ * the weight once for (so a piece of rows costs no extra pass over the weight), then
+ * columns in panels of 16, then rows again in smaller groups (whole tiles) when the
+ * columns are too few. Where the output is cut, each element is still the same chain of
+ * FMAs, so the pieces give the bits of the whole. */
+static int cut_task(int i, int want, int room, int n) {
     const task_t *t = &tasks[i];
-    Py_ssize_t panels = (t->N + 15) / 16;
-    int by_cols = panels >= 4 || (panels >= 2 && t->M < 12);
-    Py_ssize_t units = by_cols ? panels : (t->M + 5) / 6;
-    Py_ssize_t unit = by_cols ? 16 : 6, end = by_cols ? t->N : t->M;
-    int k = units < want ? (int)units : want;
-    if (k < 1)
-        k = 1;
-    for (int j = 0; j < k; j++) {
-        Py_ssize_t a = (units * j / k) * unit, b = (units * (j + 1) / k) * unit;
-        pieces[n + j] = (piece_t){i, by_cols, a < end ? a : end, b < end ? b : end};
+    Py_ssize_t mr = use512 == 1 ? MR512 : 6;
+    Py_ssize_t block = BLOCK_BYTES / (4 * (t->K > 0 ? t->K : 1));
+    block = block < mr ? mr : block - block % mr;
+    Py_ssize_t tiles = (t->M + mr - 1) / mr, panels = (t->N + 15) / 16;
+    if (want > room)
+        want = room;
+    if (want < 1)
+        want = 1;
+    Py_ssize_t nr = (t->M + block - 1) / block, nc = 1;
+    if (nr >= want) {
+        nr = want;
+    } else {
+        nc = (want + nr - 1) / nr;
+        if (nc > panels)
+            nc = panels;
+        if (nr * nc < want)
+            nr = (want + nc - 1) / nc;
+        if (nr > tiles)
+            nr = tiles;
+        while (nr * nc > room) { /* never past the room left */
+            if (nc > 1)
+                nc--;
+            else
+                nr--;
+        }
     }
-    return n + k;
+    if (nr < 1)
+        nr = 1;
+    if (nc < 1)
+        nc = 1;
+    for (Py_ssize_t r = 0; r < nr; r++) {
+        Py_ssize_t m0 = (tiles * r / nr) * mr, m1 = (tiles * (r + 1) / nr) * mr;
+        for (Py_ssize_t c = 0; c < nc; c++) {
+            Py_ssize_t n0 = (panels * c / nc) * 16, n1 = (panels * (c + 1) / nc) * 16;
+            pieces[n++] = (piece_t){i, m0 < t->M ? m0 : t->M, m1 < t->M ? m1 : t->M,
+                                    n0 < t->N ? n0 : t->N, n1 < t->N ? n1 : t->N};
+        }
+    }
+    return n;
+}
+
+/* Take back the pieces of job ``s`` the helper holds (or claimed and has not marked) and
+ * compute them; returns how many. */
+static int take_back(long s, int count) {
+    int n = 0;
+    for (int i = 0; i < count; i++) {
+        unsigned long long v = atomic_load(&state[i]);
+        if ((v == PSTATE(s, P_FREE) || v == PSTATE(s, P_HELPER)) &&
+            atomic_compare_exchange_strong(&state[i], &v, PSTATE(s, P_CALLER))) {
+            run_piece(i);
+            atomic_fetch_add_explicit(&finished, 1, memory_order_release);
+            n++;
+        }
+    }
+    return n;
 }
 
 /* Run the ``ntasks`` tasks ``mine`` (1..MAX_TASKS) on two threads; 0 (nothing done) when
- * the helper is taken (by another thread's call) or cannot start. */
-static int run_two(const task_t *mine, int ntasks, double total_macs) {
+ * the helper is taken (by another thread's call, or still inside a job whose piece was
+ * taken back) or cannot start. ``*late`` = the job's number when a piece was taken back
+ * from a helper that may still be computing it (its inputs must outlive that), else 0. */
+static int run_two(const task_t *mine, int ntasks, double total_macs, long *late) {
+    *late = 0;
     if (pthread_mutex_trylock(&call_mu) != 0)
         return 0;
-    if (!helper_ready()) {
+    if (!helper_ready() || (late_job != 0 && atomic_load(&active) == late_job)) {
         pthread_mutex_unlock(&call_mu);
         return 0;
     }
+    late_job = 0;
     memcpy(tasks, mine, sizeof(task_t) * (size_t)ntasks);
-    /* each task's pieces in proportion to its share of the work, at least one */
+    /* pieces of about PIECE_MACS (at least four), each task's in proportion to its
+     * share of the work, at least one a task */
+    double total = total_macs / PIECE_MACS;
+    total = total < 4 ? 4 : total > MAX_PIECES ? MAX_PIECES : total;
     int count = 0;
     for (int i = 0; i < ntasks; i++) {
         const task_t *t = &tasks[i];
         double share = total_macs > 0 ? (double)t->M * t->N * t->K / total_macs : 1.0;
-        int want = (int)(share * CUTS + 0.5);
-        count = cut_task(i, want < 1 ? 1 : want, count);
+        count = cut_task(i, (int)(share * total + 0.5), MAX_PIECES - count - (ntasks - 1 - i),
+                         count);
     }
     long s = atomic_load_explicit(&posted, memory_order_relaxed) + 1;
+#ifdef __linux__
+    atomic_store_explicit(&caller_cpu, sched_getcpu(), memory_order_relaxed);
+#endif
+    for (int i = 0; i < count; i++)
+        atomic_store_explicit(&state[i], PSTATE(s, P_FREE), memory_order_relaxed);
     atomic_store_explicit(&finished, 0, memory_order_relaxed);
-    atomic_store_explicit(&next,
-                          ((unsigned long long)(s & 0xffffffffL) << 32) |
-                              ((unsigned long long)count << 16),
-                          memory_order_release);
+    atomic_store(&next, ((unsigned long long)(s & 0xffffffffL) << 32) |
+                            ((unsigned long long)count << 16));
     atomic_store_explicit(&parked, 0, memory_order_relaxed);
     pthread_mutex_lock(&mu);
     atomic_store_explicit(&posted, s, memory_order_release);
     if (sleeping)
         pthread_cond_signal(&cv);
     pthread_mutex_unlock(&mu);
-    take_pieces(s);
-    int i = 0;
+    long t0 = now_ns();
+    int ran = 0;
+    for (int i; (i = claim(s)) >= 0; ran++) {
+        atomic_store(&state[i], PSTATE(s, P_CALLER));
+        run_piece(i);
+        atomic_fetch_add_explicit(&finished, 1, memory_order_release);
+    }
+    long t1 = now_ns(), grace = STEAL_GRACE_NS + (ran ? 2 * (t1 - t0) / ran : 0);
+    int tried = 0, took = 0, spins = 0;
     while (atomic_load_explicit(&finished, memory_order_acquire) != count) {
         _mm_pause();
-        if (++i % 256 == 0)
-            sched_yield(); /* the helper may be waiting for this core */
+        if (++spins % 256 == 0) {
+            if (!tried && now_ns() - t1 > grace) {
+                tried = 1;
+                took = take_back(s, count);
+            } else {
+                sched_yield(); /* the helper may be waiting for this core */
+            }
+        }
     }
+    /* a helper that computed none of the taken-back pieces may still be computing one */
+    if (took && atomic_load(&active) == s)
+        *late = late_job = s;
     pthread_mutex_unlock(&call_mu);
     return 1;
 }
@@ -491,6 +659,82 @@ static void release_x(xrows_t *x) {
     x->ptr = NULL;
 }
 
+/* What one call holds: x's views and row pointers, out's view, the weights' and biases'
+ * views (``held[m]``: 1 the weight, 2 the weight and the bias). A two-thread call whose
+ * helper may still read its inputs (``run_two``'s ``late``) is kept on ``late_calls``,
+ * everything held, until the helper has left that job (``reap``, the GIL held). */
+#ifdef ACROBAT_X86
+typedef struct call {
+    xrows_t x;
+    Py_buffer o;
+    int has_o, nw;
+    Py_buffer w[MAX_TASKS], b[MAX_TASKS];
+    int held[MAX_TASKS];
+    long job;
+    struct call *next;
+} call_t;
+
+static call_t *late_calls; /* the GIL guards this list and ``spare`` */
+static call_t *spare;
+
+static call_t *new_call(void) {
+    call_t *c = spare ? spare : malloc(sizeof(call_t));
+    spare = NULL;
+    if (c) {
+        c->x.held = 0;
+        c->x.ptr = NULL;
+        c->has_o = c->nw = 0;
+        c->next = NULL;
+    }
+    return c;
+}
+
+static void release_call(call_t *c) {
+    release_x(&c->x);
+    if (c->has_o)
+        PyBuffer_Release(&c->o);
+    for (int m = 0; m < c->nw; m++) {
+        if (c->held[m])
+            PyBuffer_Release(&c->w[m]);
+        if (c->held[m] == 2)
+            PyBuffer_Release(&c->b[m]);
+    }
+    c->has_o = c->nw = 0;
+}
+
+/* Release the late calls whose helper has left their job (all of them in a process the
+ * helper was not started in: a fork copies no threads). */
+static void reap(void) {
+    long at = atomic_load(&active);
+    pid_t me = getpid();
+    for (call_t **p = &late_calls; *p;) {
+        call_t *c = *p;
+        if (helper_pid != me || at != c->job) {
+            *p = c->next;
+            release_call(c);
+            free(c);
+        } else {
+            p = &c->next;
+        }
+    }
+}
+
+/* The call is over: release what it holds, or keep it while a late helper may read it. */
+static void end_call(call_t *c, long late) {
+    if (late) {
+        c->job = late;
+        c->next = late_calls;
+        late_calls = c;
+        return;
+    }
+    release_call(c);
+    if (spare == NULL)
+        spare = c;
+    else
+        free(c);
+}
+#endif /* ACROBAT_X86 */
+
 /* One part: 0 with its views held (x->held counts it), -1 with it not held. */
 static int get_part(PyObject *obj, xrows_t *x, int i) {
     PyObject *arr = obj, *rows = NULL;
@@ -597,16 +841,19 @@ static long threads_arg(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at) 
 }
 
 #ifdef ACROBAT_X86
-/* Run the tasks ``mine`` (K > 0 in each) on ``threads`` threads, the GIL released. */
-static void run_tasks(const task_t *mine, int ntasks, long threads) {
+/* Run the tasks ``mine`` (K > 0 in each) on ``threads`` threads, the GIL released;
+ * returns run_two's ``late`` (0 on one thread). */
+static long run_tasks(const task_t *mine, int ntasks, long threads) {
     double macs = 0;
+    long late = 0;
     for (int i = 0; i < ntasks; i++)
         macs += (double)mine[i].M * mine[i].N * mine[i].K;
     Py_BEGIN_ALLOW_THREADS
-    if (threads < 2 || !run_two(mine, ntasks, macs))
+    if (threads < 2 || !run_two(mine, ntasks, macs, &late))
         for (int i = 0; i < ntasks; i++)
             run_task(&mine[i]);
     Py_END_ALLOW_THREADS
+    return late;
 }
 #endif
 
@@ -635,33 +882,33 @@ static PyObject *sgemm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) 
 #else
     if (!have_avx2())
         Py_RETURN_FALSE;
-    xrows_t x;
-    Py_buffer o, w, b;
-    if (get_rows(args[0], args[2], &x, &o) < 0)
-        Py_RETURN_FALSE;
-    Py_ssize_t M = x.M, K = x.K, N = o.shape[1];
+    reap();
+    call_t *c = new_call();
+    if (c == NULL)
+        return PyErr_NoMemory();
+    int ok = get_rows(args[0], args[2], &c->x, &c->o) == 0;
+    c->has_o = ok;
+    Py_ssize_t M = c->x.M, K = c->x.K, N = ok ? c->o.shape[1] : 0;
     int has_bias = args[3] != Py_None;
-    if (get_weight(args[1], args[3], K, N, &w, &b) < 0) {
-        release_x(&x);
-        PyBuffer_Release(&o);
-        Py_RETURN_FALSE;
+    if (ok && get_weight(args[1], args[3], K, N, &c->w[0], &c->b[0]) < 0)
+        ok = 0;
+    else if (ok) {
+        c->held[0] = has_bias ? 2 : 1;
+        c->nw = 1;
+        ok = !out_overlaps_weight(&c->o, &c->w[0]);
     }
-    int ok = !out_overlaps_weight(&o, &w);
+    long late = 0;
     if (ok && M > 0 && N > 0) {
-        const float *bb = has_bias ? (const float *)b.buf : NULL;
+        const float *bb = has_bias ? (const float *)c->b[0].buf : NULL;
         if (K == 0) {
-            fill_bias((char *)o.buf, o.strides[0], M, N, bb);
+            fill_bias((char *)c->o.buf, c->o.strides[0], M, N, bb);
         } else {
-            task_t t = {M, N, K, M, o.strides[0] / 4, x.n, x.kw, x.ptr, (const float *)w.buf,
-                        bb, (float *)o.buf};
-            run_tasks(&t, 1, threads);
+            task_t t = {M,           N,    K, M, c->o.strides[0] / 4, c->x.n, c->x.kw, c->x.ptr,
+                        (const float *)c->w[0].buf, bb, (float *)c->o.buf};
+            late = run_tasks(&t, 1, threads);
         }
     }
-    release_x(&x);
-    PyBuffer_Release(&o);
-    PyBuffer_Release(&w);
-    if (has_bias)
-        PyBuffer_Release(&b);
+    end_call(c, late);
     if (ok)
         Py_RETURN_TRUE;
     Py_RETURN_FALSE;
@@ -690,13 +937,19 @@ static PyObject *sgemm_segs(PyObject *self, PyObject *const *args, Py_ssize_t na
     Py_ssize_t nseg = PyTuple_GET_SIZE(segs), nmem = PyTuple_GET_SIZE(panels);
     if (nseg > MAX_TASKS || nmem > MAX_TASKS)
         Py_RETURN_FALSE;
-    xrows_t x;
-    Py_buffer o;
-    if (get_rows(args[0], args[2], &x, &o) < 0)
+    reap();
+    call_t *c = new_call();
+    if (c == NULL)
+        return PyErr_NoMemory();
+    if (get_rows(args[0], args[2], &c->x, &c->o) < 0) {
+        end_call(c, 0);
         Py_RETURN_FALSE;
-    Py_ssize_t M = x.M, K = x.K, N = o.shape[1];
-    Py_buffer w[MAX_TASKS], b[MAX_TASKS];
-    int held[MAX_TASKS] = {0}; /* 1: w held, 2: w and b held */
+    }
+    c->has_o = 1;
+    c->nw = (int)nmem;
+    for (Py_ssize_t m = 0; m < nmem; m++)
+        c->held[m] = 0;
+    Py_ssize_t M = c->x.M, K = c->x.K, N = c->o.shape[1];
     task_t mine[MAX_TASKS];
     int ntasks = 0, ok = 1;
     Py_ssize_t at = 0;
@@ -717,14 +970,14 @@ static PyObject *sgemm_segs(PyObject *self, PyObject *const *args, Py_ssize_t na
             ok = 0;
             break;
         }
-        if (!held[m]) {
+        if (!c->held[m]) {
             PyObject *bobj = biases == Py_None ? Py_None : PyTuple_GET_ITEM(biases, m);
-            if (get_weight(PyTuple_GET_ITEM(panels, m), bobj, K, N, &w[m], &b[m]) < 0) {
+            if (get_weight(PyTuple_GET_ITEM(panels, m), bobj, K, N, &c->w[m], &c->b[m]) < 0) {
                 ok = 0;
                 break;
             }
-            held[m] = bobj == Py_None ? 1 : 2;
-            if (out_overlaps_weight(&o, &w[m])) {
+            c->held[m] = bobj == Py_None ? 1 : 2;
+            if (out_overlaps_weight(&c->o, &c->w[m])) {
                 ok = 0;
                 break;
             }
@@ -734,33 +987,26 @@ static PyObject *sgemm_segs(PyObject *self, PyObject *const *args, Py_ssize_t na
                                       N,
                                       K,
                                       M,
-                                      o.strides[0] / 4,
-                                      x.n,
-                                      x.kw,
-                                      (const float *const *)x.ptr + at,
-                                      (const float *)w[m].buf,
-                                      held[m] == 2 ? (const float *)b[m].buf : NULL,
-                                      (float *)o.buf + at * (o.strides[0] / 4)};
+                                      c->o.strides[0] / 4,
+                                      c->x.n,
+                                      c->x.kw,
+                                      (const float *const *)c->x.ptr + at,
+                                      (const float *)c->w[m].buf,
+                                      c->held[m] == 2 ? (const float *)c->b[m].buf : NULL,
+                                      (float *)c->o.buf + at * (c->o.strides[0] / 4)};
         at += rows;
     }
     if (ok && at != M)
         ok = 0; /* the segments must cover the rows */
+    long late = 0;
     if (ok && ntasks) {
         if (K == 0)
             for (int i = 0; i < ntasks; i++)
-                fill_bias((char *)mine[i].o, o.strides[0], mine[i].M, N, mine[i].bias);
+                fill_bias((char *)mine[i].o, c->o.strides[0], mine[i].M, N, mine[i].bias);
         else
-            run_tasks(mine, ntasks, threads);
+            late = run_tasks(mine, ntasks, threads);
     }
-    for (Py_ssize_t m = 0; m < nmem; m++) {
-        if (held[m]) {
-            PyBuffer_Release(&w[m]);
-            if (held[m] == 2)
-                PyBuffer_Release(&b[m]);
-        }
-    }
-    release_x(&x);
-    PyBuffer_Release(&o);
+    end_call(c, late);
     if (ok)
         Py_RETURN_TRUE;
     Py_RETURN_FALSE;
@@ -774,8 +1020,35 @@ static PyObject *park(PyObject *self, PyObject *unused) {
     (void)unused;
 #ifdef ACROBAT_X86
     atomic_store_explicit(&parked, 1, memory_order_relaxed);
+    reap();
 #endif
     Py_RETURN_NONE;
+}
+
+/* Tests: _stall_helper(ns) makes the helper sleep ``ns`` in each piece it takes (0: not),
+ * so that the caller takes pieces back; _late_calls() -> the calls still kept for a late
+ * helper, after releasing those it has left. */
+static PyObject *stall_helper(PyObject *self, PyObject *arg) {
+    (void)self;
+    long ns = PyLong_AsLong(arg);
+    if (ns == -1 && PyErr_Occurred())
+        return NULL;
+#ifdef ACROBAT_X86
+    atomic_store(&stall_ns, ns < 0 ? 0 : ns);
+#endif
+    Py_RETURN_NONE;
+}
+
+static PyObject *late_count(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    long n = 0;
+#ifdef ACROBAT_X86
+    reap();
+    for (call_t *c = late_calls; c; c = c->next)
+        n++;
+#endif
+    return PyLong_FromLong(n);
 }
 
 /* isa([name]) -> str: the tiles the products take, "avx512" or "avx2" ("" off this CPU);
@@ -853,6 +1126,10 @@ static PyMethodDef methods[] = {
     {"adt_maker", acrobat_adt_maker, METH_O,
      "adt_maker(cls) -> maker: maker(ctor, fields) makes cls's value in C (values.c)"},
     {"park", park, METH_NOARGS, "the helper thread sleeps until the next two-thread call"},
+    {"_stall_helper", stall_helper, METH_O,
+     "tests: the helper sleeps this many ns in each piece it takes (0: not)"},
+    {"_late_calls", late_count, METH_NOARGS,
+     "tests: calls kept for a helper still computing a piece taken back from it"},
     {"available", available, METH_NOARGS, "whether this CPU runs the AVX2/FMA kernel"},
     {"isa", (PyCFunction)(void (*)(void))isa, METH_FASTCALL,
      "isa([name]) -> str: the products' instruction set, \"avx512\" or \"avx2\"; with a "

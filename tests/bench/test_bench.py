@@ -1,6 +1,7 @@
 """The benchmark harness: the quick paper grid runs and its output is complete."""
 
 import json
+import os
 
 import pytest
 
@@ -215,6 +216,27 @@ def test_busy_process_is_bounded_and_killed():
     assert proc is not None and proc.poll() is None  # alive (suspended) between calls
     busy.close()
     assert proc.poll() is not None and busy.proc is None and calls == [1, 1]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="no CPU affinity here")
+def test_the_load_tests_busy_process_is_pinned_to_the_last_cpu():
+    from acrobat.bench.load import busy_cpu
+
+    cpu = busy_cpu()
+    allowed = sorted(os.sched_getaffinity(0))
+    assert cpu == (allowed[-1] if len(allowed) > 1 else None)
+    if cpu is None:
+        pytest.skip("one CPU: nothing to pin beside")
+    busy = Busy(lambda: os.sched_getaffinity(busy.proc.pid), seconds=30, lead=0.0, cpu=cpu)
+    try:
+        assert busy() == {cpu}  # the neighbour keeps to one core
+    finally:
+        busy.close()
+    free = Busy(lambda: os.sched_getaffinity(free.proc.pid), seconds=30, lead=0.0)
+    try:
+        assert free() == set(allowed)  # unpinned: anywhere
+    finally:
+        free.close()
 
 
 def _spy_on_measure(monkeypatch, grid) -> list:

@@ -101,7 +101,15 @@ def test_own_threads_take_the_products_and_the_blas_runs_on_one(fake):
             "products on acrobat's two native threads, the BLAS on one"
         )
         assert plan.end() == 4 and blas.lib.n == 4 and not native.two_threads()
-        others["cores"] = 3.9  # busy: one thread, the BLAS's
+        others["cores"] = 2.5  # three cores taken, one free: still acrobat's two threads
+        plan.begin(None)
+        assert blas.lib.n == 1 and native.two_threads()
+        assert plan.why == (
+            "auto: 1 of 4 (others busy 2.5 of 4 cores); two kept for acrobat's own threads "
+            "(one core is still free); products on acrobat's two native threads, the BLAS on one"
+        )
+        assert plan.end() == 2 and blas.lib.n == 4
+        others["cores"] = 3.9  # every core busy: one thread, the BLAS's
         plan.begin(None)
         assert blas.lib.n == 1 and not native.two_threads() and "native" not in plan.why
         plan.end()
