@@ -8,6 +8,7 @@ takes, as a preempted helper would, so these tests reach the take-back path on p
 from __future__ import annotations
 
 import gc
+import os
 import time
 import weakref
 
@@ -156,3 +157,29 @@ def test_a_run_with_a_late_helper_equals_one_thread(stalled, model):
     for _ in range(3):
         got = acrobat.run(prog, xs, strategy="batched", threads=2).outputs
         assert acrobat.values_equal(got, want)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_of_a_process_with_a_late_helper_runs_two_threads(stalled):
+    # the child has no helper (a fork copies no threads): what the parent kept for its late
+    # helper is released there, and the child's own helper takes pieces from the start
+    m, k, n = 64, 512, 256
+    x, panels, b = _operands(m, k, n)
+    want = np.empty((m, n), np.float32)
+    mod.sgemm(x, panels, want, b, 1)
+    out = np.empty((m, n), np.float32)
+    assert _until_late(lambda: mod.sgemm(x, panels, out, b, 2)), "no piece was taken back"
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only when everything holds
+        ok = False
+        try:
+            mod._stall_helper(0)
+            ok = mod._late_calls() == 0
+            for _ in range(20):
+                got = np.full((m, n), np.nan, np.float32)
+                ok = ok and mod.sgemm(x, panels, got, b, 2) and np.array_equal(got, want)
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    np.testing.assert_array_equal(out, want)
