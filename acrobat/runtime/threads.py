@@ -334,14 +334,16 @@ class ThreadPlan:
             others = _OTHERS.estimate(cpus())
             taken = math.ceil(others - CORE_TAKEN) if others > CORE_TAKEN else 0
             self.used = max(1, ncpu - taken)
-            self.why = (
-                f"auto: {self.used} of {self.found} (others busy {others:.1f} of {cpus()} cores)"
-            )
+            kept = ""
             if self.own and self.used < 2 <= ncpu and taken < ncpu and native.load() is not None:
                 # acrobat's own two threads lose no more than a piece to a helper that a
                 # busy core holds up (the caller takes it back): a core still free is used
+                kept = f"; the BLAS rule alone gives {self.used}: two kept, a core is free"
                 self.used = 2
-                self.why += "; two kept for acrobat's own threads (one core is still free)"
+            self.why = (
+                f"auto: {self.used} of {self.found} "
+                f"(others busy {others:.1f} of {cpus()} cores{kept})"
+            )
         if self.own and self.used >= 2 and native.load() is not None:
             b.set(1)
             native.set_threads(self.used, own=True)

@@ -105,8 +105,8 @@ def test_own_threads_take_the_products_and_the_blas_runs_on_one(fake):
         plan.begin(None)
         assert blas.lib.n == 1 and native.two_threads()
         assert plan.why == (
-            "auto: 1 of 4 (others busy 2.5 of 4 cores); two kept for acrobat's own threads "
-            "(one core is still free); products on acrobat's two native threads, the BLAS on one"
+            "auto: 2 of 4 (others busy 2.5 of 4 cores; the BLAS rule alone gives 1: two "
+            "kept, a core is free); products on acrobat's two native threads, the BLAS on one"
         )
         assert plan.end() == 2 and blas.lib.n == 4
         others["cores"] = 3.9  # every core busy: one thread, the BLAS's
