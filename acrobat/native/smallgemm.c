@@ -191,14 +191,22 @@ typedef struct {
     float *o;
 } task_t;
 
+/* The rows one tile takes (6 AVX2, MR512 AVX-512). */
+static Py_ssize_t tile_rows(void) { return use512 == 1 ? MR512 : 6; }
+
+/* The rows of a block (whole tiles, at most BLOCK_BYTES of x of width K, at least a tile):
+ * ``gemm_avx2`` streams the weight once per block, and ``cut_task`` cuts rows there. */
+static Py_ssize_t row_block(Py_ssize_t K) {
+    Py_ssize_t mr = tile_rows(), block = BLOCK_BYTES / (4 * (K > 0 ? K : 1));
+    return block < mr ? mr : block - block % mr;
+}
+
 static void gemm_avx2(const task_t *t, Py_ssize_t m0, Py_ssize_t m1, Py_ssize_t n0,
                       Py_ssize_t n1) {
     Py_ssize_t K = t->K, ldo = t->ldo;
-    const int wide = use512 == 1;
-    const Py_ssize_t mrmax = wide ? MR512 : 6;
-    const tile_fn *tiles = wide ? TILESZ : TILES;
-    Py_ssize_t block = BLOCK_BYTES / (4 * (K > 0 ? K : 1));
-    block = block < mrmax ? mrmax : block - block % mrmax;
+    const Py_ssize_t mrmax = tile_rows();
+    const tile_fn *tiles = use512 == 1 ? TILESZ : TILES;
+    Py_ssize_t block = row_block(K);
     for (Py_ssize_t b0 = m0; b0 < m1; b0 += block) {
         Py_ssize_t b1 = m1 - b0 < block ? m1 : b0 + block;
         for (Py_ssize_t n = n0; n < n1; n += 16) {
@@ -430,9 +438,7 @@ static int helper_ready(void) {
  * FMAs, so the pieces give the bits of the whole. */
 static int cut_task(int i, int want, int room, int n) {
     const task_t *t = &tasks[i];
-    Py_ssize_t mr = use512 == 1 ? MR512 : 6;
-    Py_ssize_t block = BLOCK_BYTES / (4 * (t->K > 0 ? t->K : 1));
-    block = block < mr ? mr : block - block % mr;
+    Py_ssize_t mr = tile_rows(), block = row_block(t->K);
     Py_ssize_t tiles = (t->M + mr - 1) / mr, panels = (t->N + 15) / 16;
     if (want > room)
         want = room;
@@ -705,6 +711,8 @@ static void release_call(call_t *c) {
 /* Release the late calls whose helper has left their job (all of them in a process the
  * helper was not started in: a fork copies no threads). */
 static void reap(void) {
+    if (late_calls == NULL)
+        return; /* the usual case, on every call: no getpid() system call for nothing */
     long at = atomic_load(&active);
     pid_t me = getpid();
     for (call_t **p = &late_calls; *p;) {
