@@ -1298,6 +1298,58 @@ static PyObject *hs_take_records(PyObject *self, PyObject *arg) {
     return out;
 }
 
+/* take_all(alloc, widths) -> tuple: per kernel k, its rows recorded since the last take
+   (then dropped) as alloc((rows, widths[k])), an int64 array this fills; None where k
+   recorded no row. A fiber program's flush takes them all in one call, into arrays that
+   own their memory (no bytearray and memoryview per kernel, which an untraced run keeps
+   with its DFGs until it ends: objects for the cycle collector's pass after it) */
+static PyObject *hs_take_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    hs_t *st = (hs_t *)self;
+    if (nargs != 2 || !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != N_KERNELS) {
+        PyErr_SetString(PyExc_TypeError, "take_all(alloc, widths: a tuple per kernel)");
+        return NULL;
+    }
+    PyObject *out = PyTuple_New(N_KERNELS);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < N_KERNELS; k++) {
+        PyObject *arr = Py_None;
+        Py_ssize_t len = st->rec[k].len;
+        if (len > 0) {
+            Py_ssize_t w = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[1], k));
+            if (w <= 0 || len % w != 0) {
+                if (!PyErr_Occurred())
+                    PyErr_Format(PyExc_ValueError, "take_all: kernel %zd's rows are not %zd wide",
+                                 k, w);
+                Py_DECREF(out);
+                return NULL;
+            }
+            arr = PyObject_CallFunction(args[0], "((nn))", len / w, w);
+            Py_buffer view;
+            if (arr == NULL ||
+                PyObject_GetBuffer(arr, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+                Py_XDECREF(arr);
+                Py_DECREF(out);
+                return NULL;
+            }
+            if (view.len != len * (Py_ssize_t)sizeof(int64_t) || view.itemsize != 8) {
+                PyBuffer_Release(&view);
+                Py_DECREF(arr);
+                Py_DECREF(out);
+                PyErr_SetString(PyExc_ValueError, "take_all: alloc must make int64 arrays");
+                return NULL;
+            }
+            memcpy(view.buf, st->rec[k].data, (size_t)view.len);
+            PyBuffer_Release(&view);
+            st->rec[k].len = 0;
+        } else {
+            Py_INCREF(arr);
+        }
+        PyTuple_SET_ITEM(out, k, arr);
+    }
+    return out;
+}
+
 static PyObject *hs_callback_failed(PyObject *self, PyObject *unused) {
     (void)unused;
     return PyBool_FromLong(((hs_t *)self)->callback_failed);
@@ -1546,6 +1598,9 @@ static PyMethodDef hs_methods[] = {
      "entry(*arguments, depth) -> (result, depth): one instance's host program"},
     {"take_records", hs_take_records, METH_O,
      "take_records(k): kernel k's rows since the last take, int64; then dropped"},
+    {"take_all", (PyCFunction)(void (*)(void))hs_take_all, METH_FASTCALL,
+     "take_all(alloc, widths) -> tuple: every kernel's rows since the last take as "
+     "alloc((rows, width)) (then dropped), None for one with no rows"},
     {"run_fibers", (PyCFunction)(void (*)(void))hs_run_fibers, METH_FASTCALL,
      "run_fibers(arguments, depth, flush, read_all) -> (results, passes)"},
     {"callback_failed", hs_callback_failed, METH_NOARGS,

@@ -10,8 +10,10 @@ multiply-adds (the calling thread and a helper thread the module starts once per
 ``rowprog.c``: a kernel's chain of elementwise ops, row by row in L1-resident vectors.
 ``plan.c``: the executor's row bookkeeping of a whole flush in one call
 (``Executor.plan``); ``flush.c``: a whole flush of host kernels, bookkeeping and launches,
-in one call (``Executor.run_native``). ``sched.c``: the ``acrobat`` policy's leveling
-scheduler (:mod:`acrobat.runtime.leveling`). ``values.c``: ADT values made and walked in C
+in one call (``Executor.run_native``), and with the ``acrobat`` policy's schedule in the
+same call (``Executor.run_leveled``: ``batchplan.h`` is the schedule both files share).
+``sched.c``: the ``acrobat`` policy's leveling scheduler (:mod:`acrobat.runtime.leveling`).
+``values.c``: ADT values made and walked in C
 for the host program (:func:`adt_maker`), with ``adt.h``, the layout of an ADT value's
 class, which the compiled host programs (:func:`build_extension`) include too.
 
@@ -51,7 +53,7 @@ SOURCES = tuple(
 )
 """The C files compiled into the one native module."""
 
-HEADERS = (Path(__file__).with_name("adt.h"),)
+HEADERS = tuple(Path(__file__).with_name(f) for f in ("adt.h", "batchplan.h"))
 """The headers in this folder that the native module and the generated modules include
 (``#include "adt.h"``): part of every built module's hash, so an edit rebuilds them."""
 

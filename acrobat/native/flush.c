@@ -43,6 +43,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "batchplan.h"
+
 #define MAX_ARGS 64
 
 typedef struct {
@@ -70,6 +72,44 @@ typedef struct {
     PyObject *segs;        /* per batch (member, rows) pairs, a list (owned) or NULL */
 } kjob_t;
 
+/* attribute names, made once (PyObject_GetAttrString makes a str each call: ~0.3 ms a
+   StackRNN run of 569 launches) */
+static PyObject *S_TOP, *S_BUF, *S_ALLOC, *S_RESHAPE;
+
+static int names_ready(void) {
+    if (S_RESHAPE != NULL)
+        return 0;
+    S_TOP = PyUnicode_InternFromString("top");
+    S_BUF = PyUnicode_InternFromString("buf");
+    S_ALLOC = PyUnicode_InternFromString("alloc");
+    S_RESHAPE = PyUnicode_InternFromString("reshape");
+    return S_TOP && S_BUF && S_ALLOC && S_RESHAPE ? 0 : -1;
+}
+
+/* an input arena's buffer, looked up once a flush: (arena, buf) pairs, the buf owned */
+#define BUF_CACHE 16
+typedef struct {
+    PyObject *arena[BUF_CACHE], *buf[BUF_CACHE];
+    int n;
+} buf_cache_t;
+
+/* arena.buf, a new reference (from the cache when it has room) */
+static PyObject *input_buf(buf_cache_t *c, PyObject *arena) {
+    for (int i = 0; i < c->n; i++)
+        if (c->arena[i] == arena) {
+            Py_INCREF(c->buf[i]);
+            return c->buf[i];
+        }
+    PyObject *buf = PyObject_GetAttr(arena, S_BUF);
+    if (buf != NULL && c->n < BUF_CACHE) {
+        c->arena[c->n] = arena; /* borrowed: the specs hold it */
+        c->buf[c->n] = buf;
+        Py_INCREF(buf);
+        c->n++;
+    }
+    return buf;
+}
+
 static double mono_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -96,7 +136,7 @@ static PyObject *block_view(PyObject *buf, Py_ssize_t r0, Py_ssize_t n, PyObject
         Py_INCREF(v);
         PyTuple_SET_ITEM(full, i + 1, v);
     }
-    PyObject *out = PyObject_CallMethod(view, "reshape", "(O)", full);
+    PyObject *out = PyObject_CallMethodOneArg(view, S_RESHAPE, full);
     Py_DECREF(full);
     Py_DECREF(view);
     return out;
@@ -180,14 +220,12 @@ static void free_job(kjob_t *j, Py_ssize_t n_args) {
     Py_XDECREF(j->segs);
 }
 
-PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 9 || !PyList_Check(args[7]) || PyList_GET_SIZE(args[7]) != 1) {
-        PyErr_SetString(PyExc_TypeError, "run_flush(batches, records, specs, row_of, arena_of, "
-                                         "OUT, alloc, failed: [x], sync)");
-        return NULL;
-    }
+/* run_flush's work; the batches are args[0]'s (Python tuples) or, when plan is not NULL,
+ * the plan's (args[0] unread) */
+static PyObject *run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan) {
     PyObject *alloc = args[6], *failed = args[7], *sync = args[8];
+    if (names_ready() < 0)
+        return NULL;
     Py_ssize_t out_col = PyLong_AsSsize_t(args[5]);
     if (out_col < 0) {
         if (!PyErr_Occurred())
@@ -197,6 +235,8 @@ PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t na
     PyObject *batches = NULL, *records = NULL, *specs = NULL, *result = NULL;
     PyObject *kw1 = NULL, *kw2 = NULL;
     Py_buffer row_buf, arena_buf, *nodes = NULL;
+    const int64_t **node_ptr = NULL;
+    buf_cache_t bufs = {.n = 0};
     int have_row = 0, have_arena = 0;
     Py_ssize_t nb = 0, n_nodes_got = 0, n_k = 0, n_arenas = 0, max_out = 0;
     kjob_t *jobs = NULL;
@@ -207,12 +247,18 @@ PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t na
     long long moved = 0;
     double kernel_s = 0.0;
 
-    batches = PySequence_Fast(args[0], "run_flush: batches must be a sequence");
+    if (plan == NULL) {
+        batches = PySequence_Fast(args[0], "run_flush: batches must be a sequence");
+        if (batches == NULL)
+            goto done;
+        nb = PySequence_Fast_GET_SIZE(batches);
+    } else {
+        nb = (Py_ssize_t)plan->nb;
+    }
     records = PySequence_Fast(args[1], "run_flush: records must be a sequence");
     specs = PySequence_Fast(args[2], "run_flush: specs must be a sequence");
-    if (batches == NULL || records == NULL || specs == NULL)
+    if (records == NULL || specs == NULL)
         goto done;
-    nb = PySequence_Fast_GET_SIZE(batches);
     n_k = PySequence_Fast_GET_SIZE(specs);
     if (PySequence_Fast_GET_SIZE(records) != n_k) {
         PyErr_SetString(PyExc_ValueError, "run_flush: one records table per spec");
@@ -270,35 +316,48 @@ PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t na
     kernel_of = PyMem_Calloc(nb ? nb : 1, sizeof(Py_ssize_t));
     sizes = PyMem_Calloc(nb ? nb : 1, sizeof(Py_ssize_t));
     firsts = PyMem_Calloc((nb ? nb : 1) * (max_out ? max_out : 1), sizeof(Py_ssize_t));
-    nodes = PyMem_Calloc(nb ? nb : 1, sizeof(Py_buffer));
+    nodes = plan == NULL ? PyMem_Calloc(nb ? nb : 1, sizeof(Py_buffer)) : NULL;
+    node_ptr = PyMem_Calloc(nb ? nb : 1, sizeof(int64_t *));
     if (jobs == NULL || arenas == NULL || kernel_of == NULL || sizes == NULL || firsts == NULL ||
-        nodes == NULL) {
+        (nodes == NULL && plan == NULL) || node_ptr == NULL) {
         PyErr_NoMemory();
         goto done;
     }
 
     /* the batches: kernel and nodes; anything unusual hands the flush back to Python */
     for (Py_ssize_t i = 0; i < nb; i++) {
-        PyObject *batch = PySequence_Fast_GET_ITEM(batches, i);
-        if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) < 2)
-            goto python;
-        Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(batch, 0));
-        if (k == -1 && PyErr_Occurred())
-            goto done;
-        if (k < 0 || k >= n_k) {
-            PyErr_Format(PyExc_IndexError, "run_flush: kernel %zd of %zd", k, n_k);
-            goto done;
+        Py_ssize_t k;
+        if (plan != NULL) {
+            k = (Py_ssize_t)plan->kernel[i];
+            if (k < 0 || k >= n_k) {
+                PyErr_Format(PyExc_IndexError, "run_flush: kernel %zd of %zd", k, n_k);
+                goto done;
+            }
+            node_ptr[i] = plan->local + plan->bounds[i];
+            sizes[i] = (Py_ssize_t)(plan->bounds[i + 1] - plan->bounds[i]);
+        } else {
+            PyObject *batch = PySequence_Fast_GET_ITEM(batches, i);
+            if (!PyTuple_Check(batch) || PyTuple_GET_SIZE(batch) < 2)
+                goto python;
+            k = PyLong_AsSsize_t(PyTuple_GET_ITEM(batch, 0));
+            if (k == -1 && PyErr_Occurred())
+                goto done;
+            if (k < 0 || k >= n_k) {
+                PyErr_Format(PyExc_IndexError, "run_flush: kernel %zd of %zd", k, n_k);
+                goto done;
+            }
+            if (PyObject_GetBuffer(PyTuple_GET_ITEM(batch, 1), &nodes[i],
+                                   PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+                PyErr_Clear();
+                goto python;
+            }
+            n_nodes_got = i + 1;
+            if (nodes[i].ndim != 1 || !is_int64_buffer(&nodes[i]))
+                goto python;
+            node_ptr[i] = nodes[i].buf;
+            sizes[i] = nodes[i].shape[0];
         }
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(batch, 1), &nodes[i],
-                               PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-            PyErr_Clear();
-            goto python;
-        }
-        n_nodes_got = i + 1;
-        if (nodes[i].ndim != 1 || !is_int64_buffer(&nodes[i]))
-            goto python;
         kernel_of[i] = k;
-        sizes[i] = nodes[i].shape[0];
         kjob_t *j = &jobs[k];
         if (j->nb == j->cap) {
             Py_ssize_t cap2 = j->cap ? 2 * j->cap : 4;
@@ -321,7 +380,7 @@ PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t na
             arena_t *a = &arenas[item_ssize(ot, 1)];
             if (!a->seen) {
                 a->arena = PyTuple_GET_ITEM(ot, 0);
-                PyObject *top = PyObject_GetAttrString(a->arena, "top");
+                PyObject *top = PyObject_GetAttr(a->arena, S_TOP);
                 if (top == NULL)
                     goto done;
                 a->top = PyLong_AsSsize_t(top);
@@ -339,18 +398,20 @@ PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t na
         arena_t *a = &arenas[x];
         if (!a->seen)
             continue;
-        PyObject *top = PyObject_GetAttrString(a->arena, "top");
+        PyObject *top = PyObject_GetAttr(a->arena, S_TOP);
         if (top == NULL)
             goto done;
         Py_ssize_t now = PyLong_AsSsize_t(top);
         Py_DECREF(top);
         if (now == -1 && PyErr_Occurred())
             goto done;
-        PyObject *r = PyObject_CallMethod(a->arena, "alloc", "n", a->top - now);
+        PyObject *grow = PyLong_FromSsize_t(a->top - now);
+        PyObject *r = grow == NULL ? NULL : PyObject_CallMethodOneArg(a->arena, S_ALLOC, grow);
+        Py_XDECREF(grow);
         if (r == NULL)
             goto done;
         Py_DECREF(r);
-        a->buf = PyObject_GetAttrString(a->arena, "buf");
+        a->buf = PyObject_GetAttr(a->arena, S_BUF);
         if (a->buf == NULL)
             goto done;
     }
@@ -401,7 +462,7 @@ PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t na
             }
         }
         for (Py_ssize_t b = 0; b < j->nb; b++) {
-            const int64_t *nd = nodes[j->bidx[b]].buf;
+            const int64_t *nd = node_ptr[j->bidx[b]];
             Py_ssize_t n = sizes[j->bidx[b]], s = j->offsets[b];
             for (Py_ssize_t t = 0; t < n; t++)
                 if (nd[t] < 0 || nd[t] >= N) {
@@ -582,7 +643,7 @@ PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t na
             if (j->cols[a] != NULL) { /* host ids */
                 arg = PySequence_GetSlice(j->cols[a], s, s + n);
             } else {
-                PyObject *buf = PyObject_GetAttrString(PyTuple_GET_ITEM(it, 1), "buf");
+                PyObject *buf = input_buf(&bufs, PyTuple_GET_ITEM(it, 1));
                 Py_ssize_t r0 = j->starts[b * n_t + i_t];
                 if (buf == NULL) {
                     arg = NULL;
@@ -636,7 +697,7 @@ PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t na
                 PyObject *et, *ev, *etb;
                 PyErr_Fetch(&et, &ev, &etb);
                 PyObject *recs = PySequence_GetSlice(j->rec, s, s + n);
-                PyObject *where = recs == NULL ? NULL : Py_BuildValue("(nN)", i, recs);
+                PyObject *where = recs == NULL ? NULL : Py_BuildValue("(nNn)", i, recs, k);
                 if (where != NULL)
                     PyList_SetItem(failed, 0, where); /* steals where */
                 PyErr_Clear();
@@ -676,6 +737,9 @@ done:
         PyMem_Free(nodes);
     }
     PyMem_Free(seen);
+    PyMem_Free(node_ptr);
+    for (int i = 0; i < bufs.n; i++)
+        Py_DECREF(bufs.buf[i]);
     PyMem_Free(kernel_of);
     PyMem_Free(sizes);
     PyMem_Free(firsts);
@@ -688,5 +752,60 @@ done:
     Py_XDECREF(batches);
     Py_XDECREF(records);
     Py_XDECREF(specs);
+    return result;
+}
+
+PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 9 || !PyList_Check(args[7]) || PyList_GET_SIZE(args[7]) != 1) {
+        PyErr_SetString(PyExc_TypeError, "run_flush(batches, records, specs, row_of, arena_of, "
+                                         "OUT, alloc, failed: [x], sync)");
+        return NULL;
+    }
+    return run_flush_impl(args, NULL);
+}
+
+/* schedule_flush(records, table, KEY, OUT, STRIDE, specs, row_of, arena_of, alloc, failed,
+ *                sync) -> (bytes copied, kernel seconds, launches, schedule seconds) | None
+ * list_schedule (sched.c) and run_flush in one call, the batches never Python objects:
+ * what run_flush(list_schedule(records, table, KEY, OUT, STRIDE, Batch, alloc), records,
+ * specs, row_of, arena_of, OUT, alloc, failed, sync) does, launch for launch (the seconds
+ * the schedule took, CLOCK_MONOTONIC, are returned apart from the kernels'). None (nothing
+ * done) where list_schedule declines the records; a failed kernel sets failed[0] to
+ * (batch number, its record rows, kernel) as run_flush does. */
+PyObject *acrobat_schedule_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 11 || !PyList_Check(args[9]) || PyList_GET_SIZE(args[9]) != 1) {
+        PyErr_SetString(PyExc_TypeError, "schedule_flush(records, table, KEY, OUT, STRIDE, "
+                                         "specs, row_of, arena_of, alloc, failed: [x], sync)");
+        return NULL;
+    }
+    int64_t KEYc = PyLong_AsLongLong(args[2]), OUTc = PyLong_AsLongLong(args[3]);
+    int64_t STRIDE = PyLong_AsLongLong(args[4]);
+    if (PyErr_Occurred())
+        return NULL;
+    acrobat_plan_t plan;
+    double t0 = mono_s();
+    int status = acrobat_sched_core(args[0], args[1], KEYc, OUTc, STRIDE, &plan);
+    double sched_s = mono_s() - t0;
+    if (status < 0)
+        return NULL;
+    if (status > 0)
+        Py_RETURN_NONE;
+    PyObject *flush_args[9] = {Py_None, args[0], args[5], args[6], args[7],
+                               args[3],  args[8], args[9], args[10]};
+    PyObject *done = run_flush_impl(flush_args, &plan);
+    PyObject *result = NULL;
+    if (done != NULL && done != Py_None) {
+        long long moved = 0;
+        double kernel_s = 0.0;
+        if (PyArg_ParseTuple(done, "Ld", &moved, &kernel_s))
+            result = Py_BuildValue("(Ldnd)", moved, kernel_s, (Py_ssize_t)plan.nb, sched_s);
+    } else if (done == Py_None) {
+        result = done;
+        Py_INCREF(result);
+    }
+    Py_XDECREF(done);
+    acrobat_plan_free(&plan);
     return result;
 }

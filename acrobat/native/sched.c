@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batchplan.h"
+
 typedef int64_t i64;
 _Static_assert(sizeof(void *) <= sizeof(i64), "a scratch array of i64 holds row pointers");
 
@@ -476,35 +478,32 @@ done:
     return nb;
 }
 
-PyObject *acrobat_list_schedule(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError,
-                        "list_schedule(records, table, KEY, OUT, STRIDE, batch, alloc)");
-        return NULL;
+/* The schedule of one pass, by the records as the DFG holds them: fills *plan (its
+ * arrays malloc'ed, the caller frees them with acrobat_plan_free) and returns 0; 1 when it
+ * declines the records (see list_schedule), -1 with a Python error set. Calls no Python:
+ * the GIL is held throughout, so the scratch arrays serve every caller. */
+int acrobat_sched_core(PyObject *records, PyObject *table_obj, i64 KEYc, i64 OUTc, i64 STRIDE,
+                       acrobat_plan_t *plan) {
+    memset(plan, 0, sizeof *plan);
+    if (!PyList_Check(records) || STRIDE <= 0) {
+        PyErr_SetString(PyExc_TypeError, "list_schedule: records a list, STRIDE > 0");
+        return -1;
     }
-    PyObject *records = args[0], *batch = args[5], *alloc = args[6];
-    i64 KEYc = PyLong_AsLongLong(args[2]), OUTc = PyLong_AsLongLong(args[3]);
-    i64 STRIDE = PyLong_AsLongLong(args[4]);
-    if (PyErr_Occurred())
-        return NULL;
-    if (!PyList_Check(records) || !PyType_Check(batch) ||
-        !PyType_IsSubtype((PyTypeObject *)batch, &PyTuple_Type) || STRIDE <= 0) {
-        PyErr_SetString(PyExc_TypeError, "list_schedule: records a list, batch a tuple type");
-        return NULL;
-    }
-    PyObject *result = NULL, *local_arr = NULL;
-    Py_buffer tb = {0}, lb = {0};
+    int status = 1;
+    Py_buffer tb = {0};
     Py_ssize_t n_k = PyList_GET_SIZE(records), nrec = 0;
     Py_buffer *rb = (Py_buffer *)calloc((size_t)(n_k > 0 ? n_k : 1), sizeof(Py_buffer));
-    i64 *kg = NULL, *lg = NULL, *bounds = NULL, *bkernel = NULL, *blevel = NULL;
     const i64 **rowp = NULL;
-    if (!rb)
-        return PyErr_NoMemory();
-    if (PyObject_GetBuffer(args[1], &tb, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        goto fail;
+    if (!rb) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (PyObject_GetBuffer(table_obj, &tb, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        status = -1;
+        goto out;
+    }
     if (tb.ndim != 2 || !is_i64(&tb) || tb.shape[0] < n_k || tb.shape[1] < 3)
-        goto decline;
+        goto out;
     const i64 *table = (const i64 *)tb.buf;
     i64 tw = tb.shape[1];
     i64 n = 0;
@@ -512,46 +511,41 @@ PyObject *acrobat_list_schedule(PyObject *self, PyObject *const *args, Py_ssize_
         if (PyObject_GetBuffer(PyList_GET_ITEM(records, k), &rb[k],
                                PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
             PyErr_Clear();
-            goto decline;
+            goto out;
         }
         nrec = k + 1;
         Py_buffer *b = &rb[k];
         const i64 *t = table + k * tw;
         if (!is_i64(b) || b->ndim != 2)
-            goto decline;
+            goto out;
         if (b->shape[0] == 0)
             continue;
         /* the row width, the outputs and every column read must fit the row */
         if (b->shape[1] != t[0] || t[1] < 1 || t[2] < 0 || 3 + t[2] > tw || KEYc < 0 ||
             KEYc >= t[0] || OUTc < 0 || OUTc >= t[0])
-            goto decline;
+            goto out;
         for (i64 a = 0; a < t[2]; a++)
             if (t[3 + a] < 0 || t[3 + a] >= t[0])
-                goto decline;
+                goto out;
         n += b->shape[0];
     }
+    plan->n = n;
     if (n == 0) {
-        result = PyList_New(0);
+        status = 0;
         goto out;
     }
-    local_arr = PyObject_CallFunction(alloc, "n", (Py_ssize_t)n);
-    if (!local_arr || PyObject_GetBuffer(local_arr, &lb,
-                                         PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        goto fail;
-    if (lb.len != n * 8 || !is_i64(&lb)) {
-        PyErr_SetString(PyExc_ValueError, "list_schedule: alloc(n) must make n int64s");
-        goto fail;
-    }
     /* scratch (see scratch()): no call into Python until schedule() is done with them */
-    kg = scratch(S_KG, n, 0);
-    lg = scratch(S_LG, n, 0);
+    i64 *kg = scratch(S_KG, n, 0);
+    i64 *lg = scratch(S_LG, n, 0);
     rowp = (const i64 **)scratch(S_ROWP, n, 0);
     i64 *bounds_s = scratch(S_BOUNDS, n + 1, 0);
     i64 *bkernel_s = scratch(S_BKERNEL, n, 0);
     i64 *blevel_s = scratch(S_BLEVEL, n, 0);
-    if (!kg || !lg || !rowp || !bounds_s || !bkernel_s || !blevel_s) {
+    plan->local = (i64 *)malloc((size_t)n * sizeof(i64));
+    if (!kg || !lg || !rowp || !bounds_s || !bkernel_s || !blevel_s || !plan->local) {
         PyErr_NoMemory();
-        goto fail;
+        status = -1;
+        goto out;
     }
     i64 g = 0, lo = (i64)1 << 62, hi = -((i64)1 << 62);
     for (Py_ssize_t k = 0; k < n_k; k++) {
@@ -572,67 +566,115 @@ PyObject *acrobat_list_schedule(PyObject *self, PyObject *const *args, Py_ssize_
     }
     /* value ids spread far wider than the pass (not a recorded DFG): the Python path */
     if (hi - lo > 64 * n + (1 << 20))
-        goto decline;
-    i64 nb = schedule(n, n_k, kg, lg, rowp, table, tw, KEYc, OUTc, STRIDE, (i64 *)lb.buf,
+        goto out;
+    i64 nb = schedule(n, n_k, kg, lg, rowp, table, tw, KEYc, OUTc, STRIDE, plan->local,
                       bounds_s, bkernel_s, blevel_s);
     if (nb == -1) {
         PyErr_NoMemory();
-        goto fail;
+        status = -1;
+        goto out;
     }
     if (nb == -2)
-        goto decline;
-    /* the batches out of the scratch before Python is called again */
-    bounds = (i64 *)malloc((size_t)(nb + 1) * sizeof(i64));
-    bkernel = (i64 *)malloc((size_t)(nb + 1) * sizeof(i64));
-    blevel = (i64 *)malloc((size_t)(nb + 1) * sizeof(i64));
-    if (!bounds || !bkernel || !blevel) {
+        goto out;
+    /* the batches out of the scratch */
+    plan->bounds = (i64 *)malloc((size_t)(nb + 1) * sizeof(i64));
+    plan->kernel = (i64 *)malloc((size_t)(nb + 1) * sizeof(i64));
+    plan->level = (i64 *)malloc((size_t)(nb + 1) * sizeof(i64));
+    if (!plan->bounds || !plan->kernel || !plan->level) {
         PyErr_NoMemory();
-        goto fail;
+        status = -1;
+        goto out;
     }
-    memcpy(bounds, bounds_s, (size_t)(nb + 1) * sizeof(i64));
-    memcpy(bkernel, bkernel_s, (size_t)nb * sizeof(i64));
-    memcpy(blevel, blevel_s, (size_t)nb * sizeof(i64));
+    memcpy(plan->bounds, bounds_s, (size_t)(nb + 1) * sizeof(i64));
+    memcpy(plan->kernel, bkernel_s, (size_t)nb * sizeof(i64));
+    memcpy(plan->level, blevel_s, (size_t)nb * sizeof(i64));
+    plan->nb = nb;
+    status = 0;
+out:
     scratch_trim();
+    for (Py_ssize_t k = 0; k < nrec; k++)
+        PyBuffer_Release(&rb[k]);
+    free(rb);
+    if (tb.obj)
+        PyBuffer_Release(&tb);
+    if (status != 0)
+        acrobat_plan_free(plan);
+    return status;
+}
+
+void acrobat_plan_free(acrobat_plan_t *plan) {
+    free(plan->local);
+    free(plan->bounds);
+    free(plan->kernel);
+    free(plan->level);
+    memset(plan, 0, sizeof *plan);
+}
+
+PyObject *acrobat_list_schedule(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "list_schedule(records, table, KEY, OUT, STRIDE, batch, alloc)");
+        return NULL;
+    }
+    PyObject *records = args[0], *batch = args[5], *alloc = args[6];
+    i64 KEYc = PyLong_AsLongLong(args[2]), OUTc = PyLong_AsLongLong(args[3]);
+    i64 STRIDE = PyLong_AsLongLong(args[4]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (!PyList_Check(records) || !PyType_Check(batch) ||
+        !PyType_IsSubtype((PyTypeObject *)batch, &PyTuple_Type) || STRIDE <= 0) {
+        PyErr_SetString(PyExc_TypeError, "list_schedule: records a list, batch a tuple type");
+        return NULL;
+    }
+    acrobat_plan_t plan;
+    int status = acrobat_sched_core(records, args[1], KEYc, OUTc, STRIDE, &plan);
+    if (status < 0)
+        return NULL;
+    if (status > 0)
+        Py_RETURN_NONE;
+    PyObject *result = NULL, *local_arr = NULL;
+    Py_buffer lb = {0};
+    if (plan.n == 0) {
+        result = PyList_New(0);
+        goto out;
+    }
+    local_arr = PyObject_CallFunction(alloc, "n", (Py_ssize_t)plan.n);
+    if (!local_arr || PyObject_GetBuffer(local_arr, &lb,
+                                         PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        goto out;
+    if (lb.len != plan.n * 8 || !is_i64(&lb)) {
+        PyErr_SetString(PyExc_ValueError, "list_schedule: alloc(n) must make n int64s");
+        goto out;
+    }
+    memcpy(lb.buf, plan.local, (size_t)plan.n * sizeof(i64));
     PyBuffer_Release(&lb);
-    result = PyList_New((Py_ssize_t)nb);
+    result = PyList_New((Py_ssize_t)plan.nb);
     if (!result)
-        goto fail;
+        goto out;
     PyTypeObject *bt = (PyTypeObject *)batch;
-    for (i64 b = 0; b < nb; b++) {
-        PyObject *nodes = PySequence_GetSlice(local_arr, (Py_ssize_t)bounds[b],
-                                              (Py_ssize_t)bounds[b + 1]);
-        PyObject *kk = PyLong_FromLongLong(bkernel[b]);
-        PyObject *lv = PyLong_FromLongLong(blevel[b]);
+    for (i64 b = 0; b < plan.nb; b++) {
+        PyObject *nodes = PySequence_GetSlice(local_arr, (Py_ssize_t)plan.bounds[b],
+                                              (Py_ssize_t)plan.bounds[b + 1]);
+        PyObject *kk = PyLong_FromLongLong(plan.kernel[b]);
+        PyObject *lv = PyLong_FromLongLong(plan.level[b]);
         PyObject *t = (nodes && kk && lv) ? bt->tp_alloc(bt, 3) : NULL;
         if (!t) {
             Py_XDECREF(nodes);
             Py_XDECREF(kk);
             Py_XDECREF(lv);
-            goto fail;
+            Py_CLEAR(result);
+            goto out;
         }
         PyTuple_SET_ITEM(t, 0, kk);
         PyTuple_SET_ITEM(t, 1, nodes);
         PyTuple_SET_ITEM(t, 2, lv);
         PyList_SET_ITEM(result, (Py_ssize_t)b, t);
     }
-    goto out;
-decline:
-    result = Py_None;
-    Py_INCREF(result);
-    goto out;
-fail:
-    Py_CLEAR(result);
 out:
     if (lb.obj)
         PyBuffer_Release(&lb);
-    for (Py_ssize_t k = 0; k < nrec; k++)
-        PyBuffer_Release(&rb[k]);
-    free(rb);
-    if (tb.obj)
-        PyBuffer_Release(&tb);
     Py_XDECREF(local_arr);
-    free(bounds);
-    free(bkernel);
-    free(blevel);
+    acrobat_plan_free(&plan);
     return result;
 }

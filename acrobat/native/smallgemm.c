@@ -1107,6 +1107,7 @@ PyObject *acrobat_read_answers(PyObject *self, PyObject *const *args, Py_ssize_t
 PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* sched.c: the acrobat policy's leveling scheduler */
 PyObject *acrobat_list_schedule(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *acrobat_schedule_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* values.c: ADT values made and walked in C for the host program */
 PyObject *acrobat_adt_maker(PyObject *self, PyObject *cls);
 
@@ -1131,6 +1132,11 @@ static PyMethodDef methods[] = {
     {"list_schedule", (PyCFunction)(void (*)(void))acrobat_list_schedule, METH_FASTCALL,
      "list_schedule(records, table, KEY, OUT, STRIDE, batch, alloc) -> [batch] | None: the "
      "acrobat policy's leveled schedule of one pass (sched.c)"},
+    {"schedule_flush", (PyCFunction)(void (*)(void))acrobat_schedule_flush, METH_FASTCALL,
+     "schedule_flush(records, table, KEY, OUT, STRIDE, specs, row_of, arena_of, alloc, "
+     "failed, sync) -> (bytes copied, kernel seconds, launches, schedule seconds) | None: "
+     "list_schedule and "
+     "run_flush in one call, no Python object per batch (flush.c)"},
     {"adt_maker", acrobat_adt_maker, METH_O,
      "adt_maker(cls) -> maker: maker(ctor, fields) makes cls's value in C (values.c)"},
     {"park", park, METH_NOARGS, "the helper thread sleeps until the next two-thread call"},

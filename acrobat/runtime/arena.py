@@ -111,11 +111,15 @@ class ArenaPool:
             a.top = 0
             a.peak = 0
 
+    def used_bytes(self) -> int:
+        """Bytes of the rows in use, over every arena."""
+        return sum(a.top * a.row_bytes for a in self.arenas.values())
+
     def check(self, extra_bytes: int) -> None:
         """Raise before allocating if the total would pass the limit."""
         if self.limit is None:
             return
-        used = sum(a.top * a.row_bytes for a in self.arenas.values())
+        used = self.used_bytes()
         if used + extra_bytes > self.limit:
             raise ArenaLimitError(
                 f"the batch needs {_size(used + extra_bytes)} of tensor memory, more than the "

@@ -22,7 +22,7 @@ from acrobat import native
 from acrobat.backends.base import Backend
 from acrobat.backends.tiling import take_rows
 from acrobat.codegen.numpy_kernels import block_start
-from acrobat.codegen.records import ARGS, INST, OUT, READ_ARGMAX, STRIDE
+from acrobat.codegen.records import ARGS, INST, KEY, OUT, READ_ARGMAX, STRIDE
 from acrobat.errors import IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType
 from acrobat.runtime.arena import ArenaPool
@@ -96,6 +96,13 @@ class Executor:
         self.native_flush = (
             getattr(native.load(), "run_flush", None) if self.counts_copies else None
         )
+        # the acrobat policy's schedule and run_flush in one native call (flush.c
+        # schedule_flush): the batches never Python objects
+        self.native_schedule_flush = (
+            getattr(native.load(), "schedule_flush", None)
+            if self.native_flush is not None
+            else None
+        )
         self.flush_specs = (
             [
                 (
@@ -119,6 +126,7 @@ class Executor:
         # the backend's synchronize, timed with each kernel; None: a no-op (host kernels)
         self.sync = None if backend.xp is np and backend.name == "numpy" else backend.synchronize
         self.out_bytes = [sum(a.row_bytes for a in outs) for outs in self.out_arenas]
+        self.max_out_bytes = max(self.out_bytes, default=0)  # a node's outputs take at most
         self.row_of = np.zeros(1024, np.int64)
         self.arena_of = np.zeros(1024, np.int16)
 
@@ -341,8 +349,35 @@ class Executor:
                 self.sync,
             )
         except IndexOutOfRange as err:
-            i, rec = failed[0]
-            raise self._embedding_error(batches[i].kernel, rec, err) from None
+            _, rec, k = failed[0]
+            raise self._embedding_error(k, rec, err) from None
+
+    def run_leveled(self, dfg: DFG, table: np.ndarray):
+        """The acrobat policy's leveled schedule of ``dfg`` (what ``list_schedule`` gives,
+        ``table`` its kernel table) run as :meth:`run_native` runs it, in one native call
+        (``schedule_flush``, ``acrobat/native/flush.c``): no Batch, Schedule or node array
+        per batch (StackRNN small b64, ~100 flushes of ~6 batches a run). Returns ``(bytes
+        gathered, kernel seconds, launches, schedule seconds)``, or None when the native
+        scheduler declines the records (nothing done: the caller schedules them in
+        Python)."""
+        failed = [None]
+        try:
+            return self.native_schedule_flush(
+                dfg.records,
+                table,
+                KEY,
+                OUT,
+                STRIDE,
+                self.flush_specs,
+                self.row_of,
+                self.arena_of,
+                native.new_int64s,
+                failed,
+                self.sync,
+            )
+        except IndexOutOfRange as err:
+            _, rec, k = failed[0]
+            raise self._embedding_error(k, rec, err) from None
 
     def run_traced(self, dfg: DFG, sched: Schedule, trace: Trace, t0: float, run_pass: int):
         """:meth:`run`, emitting each batch's ``BatchFormed`` and ``KernelLaunched`` (with the

@@ -376,6 +376,12 @@ def _tables(kernels) -> _Tables:
     return t
 
 
+def kernel_table(kernels) -> np.ndarray:
+    """The table the native scheduler reads for the kernel list ``kernels`` (a DFG's
+    ``kernels``): per kernel, (row width, outputs, batched arguments, their columns...)."""
+    return _tables(kernels).table
+
+
 def inputs(dfg):
     """The arguments of :func:`_list_schedule` for ``dfg`` (None when it has no nodes)."""
     records = dfg.records

@@ -39,8 +39,9 @@ from acrobat.runtime.direct import DirectRunner
 from acrobat.runtime.executor import Executor
 from acrobat.runtime.fibers import HOST_FAILURES, Fiber, host_failure, run_fibers
 from acrobat.runtime.leveling import jit_ms as leveling_jit_ms
+from acrobat.runtime.leveling import kernel_table
 from acrobat.runtime.leveling import warm as warm_leveling
-from acrobat.runtime.schedule import Schedule, get_policy, lower_bound, schedule
+from acrobat.runtime.schedule import Schedule, builtin_acrobat, get_policy, lower_bound, schedule
 from acrobat.runtime.strategy import StrategyChooser
 from acrobat.runtime.threads import ThreadPlan, own_products
 from acrobat.runtime.values import (
@@ -278,7 +279,10 @@ class _RunState:
         "passes",
         "bounds",
         "spans",
+        "flush_s",
         "arrays",
+        "leveled_native",
+        "mem_bound",
     )
 
     def __init__(self, runtime: Runtime, policy: str, trace_level: str):
@@ -298,10 +302,26 @@ class _RunState:
         self.entry = self.start = self.next_value = None
         self.passes: list[tuple[DFG, Schedule | None]] = []  # schedules kept when traced
         self.bounds: list[int] = []  # lower bound of each pass
-        self.spans: list[tuple[str, float, float]] = []
-        # the C host program's records (one int64 array per kernel), used by the next
-        # flush instead of ``lists``; None when the Python program recorded
+        self.spans: list[tuple[str, float, float]] = []  # a traced run's phases
+        self.flush_s = 0.0  # seconds in flushes so far (an untraced run keeps no spans)
+        # the C host program's records (per kernel an int64 array, [rows, width] or flat,
+        # or None for none), used by the next flush instead of ``lists``; None when the
+        # Python program recorded
         self.arrays: list | None = None
+        # at least the arena bytes in use after the last flush (Runtime.check_memory); -1:
+        # not counted yet this run
+        self.mem_bound = -1
+        # the built-in acrobat policy's leveled schedule, untraced, on an executor that
+        # runs it in the same native call (Executor.run_leveled)
+        self.leveled_native = (
+            not self.traced
+            and runtime.executor.native_flush is not None
+            and runtime.executor.native_schedule_flush is not None
+            and runtime.leveling
+            and runtime.inline_depth
+            and policy == "acrobat"
+            and get_policy(policy) is builtin_acrobat
+        )
 
 
 class Runtime:
@@ -352,6 +372,7 @@ class Runtime:
                     self.sources["+".join(k.name for k in members)] = made[1]
                 groups.append((t.members, made[0] if made else None))
         self.executor = Executor(self.kernels, self.fns, self.pool, self.backend, groups)
+        self.level_table = kernel_table(self.executor.info)  # the native scheduler's table
         # BLAS threads per run (acrobat/runtime/threads.py); only host kernels call a BLAS
         self.threads = ThreadPlan(
             active=self.backend.xp is np,
@@ -550,7 +571,7 @@ class Runtime:
             st.stats.host_code = st.stats.host_code or f"python ({self.host_c_why})"
             raw = self.record_python(st, args_list)
         t_host = time.perf_counter()
-        in_flush = sum(b - a for _, a, b in st.spans)
+        in_flush = st.flush_s
         st.stats.host_ms = (t_host - tg - in_flush) * 1e3
         if st.stats.host_code != "c":
             self.python_host_ms += st.stats.host_ms
@@ -646,10 +667,11 @@ class Runtime:
         hs = self.host_c.make(AdtValue, tuple(st.weights[n] for n in self.host.weight_values))
         hs.start(0, first_free)
         python_next_value, st.next_value = st.next_value, hs.next_value
-        kernels = range(len(st.lists))
+
+        widths = tuple(self.widths)
 
         def flush():
-            st.arrays = [np.frombuffer(hs.take_records(k), np.int64) for k in kernels]
+            st.arrays = hs.take_all(native.new_int64s, widths)
             self.flush(st)
 
         try:
@@ -664,7 +686,7 @@ class Runtime:
             st.next_value = python_next_value
             st.stats.host_code = f"python ({why}; the python program ran instead)"
             return None
-        st.arrays = [np.frombuffer(hs.take_records(k), np.int64) for k in kernels]
+        st.arrays = hs.take_all(native.new_int64s, widths)
         st.stats.host_code = "c"
         return raw
 
@@ -676,9 +698,11 @@ class Runtime:
         recs = self.no_records[:]
         nodes = 0
         if st.arrays is not None:  # the C host program's records
-            for k, flat in enumerate(st.arrays):
-                if len(flat):
-                    recs[k] = r = flat.reshape(-1, self.widths[k])
+            for k, r in enumerate(st.arrays):
+                if r is not None and len(r):
+                    if r.ndim == 1:  # flat (the C program's records() at the end of a run)
+                        r = r.reshape(-1, self.widths[k])
+                    recs[k] = r
                     nodes += len(r)
             st.arrays = None
         for k, lst in enumerate(st.lists):
@@ -692,26 +716,57 @@ class Runtime:
             recs = ex.join_twins(recs)
         dfg = DFG(ex.info, recs)
         t2 = time.perf_counter()
-        sched = schedule(dfg, st.policy, self.inline_depth, self.leveling)
-        t3 = time.perf_counter()
-        ex.reserve(st.next_value())
-        self.pool.check(ex.output_bytes(dfg))
-        tr = st.trace if st.traced else None
-        gathered, kernel_s = ex.run(dfg, sched, tr, st.t0, len(st.passes))
+        done = None
+        if st.leveled_native:  # schedule and launches in one native call
+            ex.reserve(st.next_value())
+            self.check_memory(st, dfg, nodes)
+            done = ex.run_leveled(dfg, self.level_table)
+        if done is not None:
+            gathered, kernel_s, launches, sched_s = done
+            sched = None
+            t3 = t2 + sched_s
+        else:
+            sched = schedule(dfg, st.policy, self.inline_depth, self.leveling)
+            launches = len(sched.batches)
+            t3 = time.perf_counter()
+            ex.reserve(st.next_value())
+            self.check_memory(st, dfg, nodes)
+            tr = st.trace if st.traced else None
+            gathered, kernel_s = ex.run(dfg, sched, tr, st.t0, len(st.passes))
         t4 = time.perf_counter()
         stats.bytes_gathered += gathered
         stats.kernel_ms += kernel_s * 1e3
         stats.gen_ms += (t2 - t1) * 1e3
         stats.sched_ms += (t3 - t2) * 1e3
         stats.exe_ms += (t4 - t3) * 1e3
-        stats.launches += len(sched.batches)
+        stats.launches += launches
         stats.nodes += nodes
         # an untraced run keeps only the DFG (for stats.lower_bound): its schedule, batches
         # and Batch tuples go now, not at the cycle collector's pass at the run's end
         st.passes.append((dfg, sched if st.traced else None))
-        st.spans.append(("dfg_arrays", t1, t2))
-        st.spans.append(("scheduling", t2, t3))
-        st.spans.append(("execution", t3, t4))
+        st.flush_s += t4 - t1
+        if st.traced:  # the trace's phases (an untraced run's pass would keep 3 tuples)
+            st.spans.append(("dfg_arrays", t1, t2))
+            st.spans.append(("scheduling", t2, t3))
+            st.spans.append(("execution", t3, t4))
+
+    def check_memory(self, st: _RunState, dfg: DFG, nodes: int) -> None:
+        """Raise :class:`ArenaLimitError` before a flush whose outputs would take the arenas
+        past the memory limit (``ArenaPool.check``). Counting the rows in use and the
+        flush's output bytes costs ~4 us, which a fiber program's hundred flushes a run
+        paid for nothing: the run keeps a bound instead (the rows in use when last counted,
+        plus ``nodes`` times the largest outputs of a node for every flush since), and
+        counts only when that bound passes the limit."""
+        pool = self.pool
+        if pool.limit is None:
+            return
+        extra = nodes * self.executor.max_out_bytes
+        if st.mem_bound < 0 or st.mem_bound + extra > pool.limit:
+            exact = self.executor.output_bytes(dfg)
+            pool.check(exact)  # raises with the exact numbers
+            st.mem_bound = pool.used_bytes() + exact
+        else:
+            st.mem_bound += extra
 
     def thread_stats(self, stats: RunStats) -> None:
         """Restore the BLAS threads and record what the run's kernels ran with: the BLAS

@@ -312,6 +312,11 @@ def _eager(dfg: DFG, inline_depth: bool) -> list[Batch]:
     return eager_schedule(dfg)
 
 
+builtin_acrobat = _acrobat
+"""The built-in ``acrobat`` policy's function: a runtime that finds it registered under that
+name may run its leveled schedule natively (``Executor.run_leveled``), batch for batch."""
+
+
 def schedule(dfg: DFG, policy: str, inline_depth: bool = True, leveling: bool = True) -> Schedule:
     """Run the registered policy ``policy`` on ``dfg``: its batches in launch order.
 

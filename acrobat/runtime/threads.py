@@ -160,15 +160,22 @@ class _OthersLoad:
         now = time.monotonic()
         if self.t is not None and now - self.t < SAMPLE_SECONDS:
             return self.cores
-        # this process's running threads, counted around the read of ``procs_running``:
-        # a BLAS worker that stops spinning between the two reads would otherwise count
-        # as another process
-        mine = _own_running()
         sample = self._read()
         if sample is None:
             return 0.0
+        if sample[3] <= 1:  # only the reader runs: no other task (nor thread of ours) now
+            others_now = 0.0
+        else:
+            # this process's running threads, counted around a read of ``procs_running``:
+            # a BLAS worker that stops spinning between the two reads would otherwise
+            # count as another process. (Listed only when something else runs: the two
+            # listings of /proc/self/task cost ~130 us, a read of /proc/stat ~40.)
+            mine = _own_running()
+            sample = self._read()
+            if sample is None:
+                return 0.0
+            others_now = float(max(0, sample[3] - max(mine, _own_running())))
         busy, total, own, running = sample
-        others_now = float(max(0, running - max(mine, _own_running())))
         if self.t is None:  # first look: the tasks running right now
             self.cores = others_now
         else:

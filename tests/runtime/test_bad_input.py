@@ -167,6 +167,38 @@ def test_batch_too_large_for_memory_is_refused_before_allocating(model, limit, m
     assert_outputs_equal(acrobat.run(program(model), xs).outputs, refs, f"{model} after refusal")
 
 
+def test_a_fiber_program_is_refused_at_the_first_flush_that_would_not_fit(monkeypatch):
+    """The runtime counts the arena bytes only when a cheap bound on them passes the limit
+    (``Runtime.check_memory``): a limit between two flushes' needs still lets exactly the
+    flushes that fit run, and refuses the first that does not, as counting at every flush
+    would."""
+    from acrobat.runtime.run import Runtime
+
+    xs, refs = batch("stackrnn", 6, 0)
+    prog = program("stackrnn")
+    acrobat.run(prog, xs)  # warm: kernels compiled, arenas exist
+    needs: list[int] = []  # each flush's exact need: the rows in use plus its outputs
+    real = Runtime.check_memory
+
+    def exact(self, st, dfg, nodes):
+        needs.append(self.pool.used_bytes() + self.executor.output_bytes(dfg))
+        return real(self, st, dfg, nodes)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(Runtime, "check_memory", exact)
+        acrobat.run(prog, xs)
+    assert len(needs) > 4 and needs == sorted(needs)
+    limit = (needs[len(needs) // 2] + needs[len(needs) // 2 + 1]) // 2
+    fits = sum(n <= limit for n in needs)
+    ran: list[int] = []
+    with monkeypatch.context() as mp:
+        mp.setattr(Runtime, "check_memory", lambda *a: ran.append(1) or real(*a))
+        with pytest.raises(ArenaLimitError):
+            acrobat.run(prog, xs, memory_limit=limit)
+    assert len(ran) == fits + 1  # every flush that fits, then the refused one
+    assert_outputs_equal(acrobat.run(prog, xs).outputs, refs, "stackrnn after refusal")
+
+
 def test_memory_limit_also_bounds_uploaded_inputs(monkeypatch):
     assert sum(_refused_run("berxit", 1000, monkeypatch)) <= 1000
 

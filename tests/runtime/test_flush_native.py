@@ -1,7 +1,9 @@
 """A flush in one native call (``run_flush``, ``acrobat/native/flush.c``, used by untraced
 runs on the NumPy backend) calls the same kernels with the same arguments, in the same
 order, as the Python path (:meth:`Executor.plan` and :meth:`Executor.launch`), leaves the
-same value table behind, and reports what a kernel raises the same way."""
+same value table behind, and reports what a kernel raises the same way. So does the
+acrobat policy's schedule and its flush in one call (``schedule_flush``,
+:meth:`Executor.run_leveled`), which makes no Python object per batch."""
 
 from __future__ import annotations
 
@@ -55,23 +57,51 @@ def _recording(ex: Executor, plans: list, specs: list, calls: list) -> None:
     ex.flush_specs = [(wrap(k, s[0]), *s[1:]) for k, s in enumerate(specs)]
 
 
+PATHS = ("python", "native", "leveled")
+
+
+def _set_path(ex: Executor, path: str, real: tuple, used: list | None = None) -> None:
+    """Which way ``ex`` runs a flush: ``python`` (plan and launch), ``native``
+    (``run_flush`` of the Python schedule) or ``leveled`` (``schedule_flush`` where the
+    acrobat policy's leveled schedule runs, else ``run_flush``); ``real`` the two natives.
+    ``used`` gets an item per ``schedule_flush`` call: what it returned (None until it
+    returns)."""
+    ex.native_flush = None if path == "python" else real[0]
+    ex.native_schedule_flush = None
+    if path == "leveled":
+        ex.native_schedule_flush = real[1]
+        if used is not None:
+
+            def counted(*args):
+                used.append(None)
+                used[-1] = real[1](*args)
+                return used[-1]
+
+            ex.native_schedule_flush = counted
+
+
 def _both_paths(prog, xs, policy):
-    """``(calls, stats, outputs, value table)`` of an untraced run by the Python path and
-    by the native one, after a warm-up run (so no arena grows, and places compare)."""
+    """``(calls, stats, outputs, value table)`` of an untraced run by each of
+    :data:`PATHS`, after a warm-up run (so no arena grows, and places compare)."""
     ex = prepare(prog, "numpy").executor
-    assert ex.native_flush is not None
-    real, plans, specs = ex.native_flush, ex.plans, ex.flush_specs
-    calls: dict = {"python": [], "native": []}
+    assert ex.native_flush is not None and ex.native_schedule_flush is not None
+    real, plans, specs = (ex.native_flush, ex.native_schedule_flush), ex.plans, ex.flush_specs
+    calls: dict = {p: [] for p in PATHS}
     out: dict = {}
     try:
         acrobat.run(prog, xs, policy=policy, strategy="batched", trace_level="off")
-        for path in ("python", "native"):
+        for path in PATHS:
             _recording(ex, plans, specs, calls[path])
-            ex.native_flush = real if path == "native" else None
+            _set_path(ex, path, real, calls.setdefault("schedule_flush", []))
             res = acrobat.run(prog, xs, policy=policy, strategy="batched", trace_level="off")
             out[path] = (res.stats, res.outputs, ex.row_of.copy(), ex.arena_of.copy())
     finally:
-        ex.native_flush, ex.plans, ex.flush_specs = real, plans, specs
+        _set_path(ex, "leveled", real)
+        ex.plans, ex.flush_specs = plans, specs
+    leveled = policy == "acrobat" and prog.options.leveling and prog.options.inline_depth
+    # the acrobat policy's flushes went through schedule_flush (none declined), no other's
+    assert bool(calls["schedule_flush"]) == leveled
+    assert all(r is not None for r in calls["schedule_flush"])
     return calls, out
 
 
@@ -82,13 +112,19 @@ def test_native_flush_makes_the_same_calls(model, policy):
     xs = spec.instances(5, seed=2)
     prog = acrobat.compile(spec.module, spec.params)
     calls, out = _both_paths(prog, xs, policy)
-    assert calls["native"] == calls["python"]
-    assert len(calls["native"]) == out["native"][0]["launches"]
-    (s1, o1, r1, a1), (s2, o2, r2, a2) = out["python"], out["native"]
-    assert s1["bytes_gathered"] == s2["bytes_gathered"]
-    assert np.array_equal(r1, r2) and np.array_equal(a1, a2)
-    for x, y in zip(o1, o2):
-        assert acrobat.values_equal(x, y, rtol=0, atol=0)
+    for path in ("native", "leveled"):
+        assert calls[path] == calls["python"]
+        assert len(calls[path]) == out[path][0]["launches"]
+        (s1, o1, r1, a1), (s2, o2, r2, a2) = out["python"], out[path]
+        assert s1["bytes_gathered"] == s2["bytes_gathered"]
+        assert (s1["launches"], s1["passes"], s1["nodes"]) == (
+            s2["launches"],
+            s2["passes"],
+            s2["nodes"],
+        )
+        assert np.array_equal(r1, r2) and np.array_equal(a1, a2)
+        for x, y in zip(o1, o2):
+            assert acrobat.values_equal(x, y, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize(
@@ -101,9 +137,10 @@ def test_native_flush_under_every_option_set(model, off):
     xs = spec.instances(4, seed=5)
     prog = acrobat.compile(spec.module, spec.params, acrobat.CompileOptions().without(*off))
     calls, out = _both_paths(prog, xs, "acrobat")
-    assert calls["native"] == calls["python"]
-    for x, y in zip(out["python"][1], out["native"][1]):
-        assert acrobat.values_equal(x, y, rtol=0, atol=0)
+    for path in ("native", "leveled"):
+        assert calls[path] == calls["python"]
+        for x, y in zip(out["python"][1], out[path][1]):
+            assert acrobat.values_equal(x, y, rtol=0, atol=0)
 
 
 def test_without_gather_fusion_the_python_path_runs():
@@ -152,17 +189,52 @@ def test_a_kernel_error_names_the_same_instance_either_way(twins):
     Python path reports it: the same typed error, message and instance."""
     prog = bad_token_program(twins)
     ex = prepare(prog, "numpy").executor
-    errors = []
-    for flush in (ex.native_flush, None):
-        real, ex.native_flush = ex.native_flush, flush
+    real = (ex.native_flush, ex.native_schedule_flush)
+    errors, used = [], []
+    for path in PATHS:
+        _set_path(ex, path, real, used)
         try:
             with pytest.raises(acrobat.InstanceError) as e:
                 acrobat.run(prog, [1, 7, 12, 3], strategy="batched", trace_level="off")
         finally:
-            ex.native_flush = real
+            _set_path(ex, "leveled", real)
         errors.append(e.value)
-    assert str(errors[0]) == str(errors[1])
-    assert errors[0].index == errors[1].index == 2
+    assert used  # the leveled path ran (and raised in a kernel)
+    assert str(errors[0]) == str(errors[1]) == str(errors[2])
+    assert errors[0].index == errors[1].index == errors[2].index == 2
     # and the runtime still runs after it
     res = acrobat.run(prog, [1, 7, 3], strategy="batched", trace_level="off")
     assert len(res.outputs) == 3
+
+
+def test_schedule_flush_declines_records_it_does_not_take():
+    """Records that are not int64 rows (a DFG it was not made for) make ``schedule_flush``
+    return None before it runs or places anything; the same flush then runs as before."""
+    spec = load("treelstm", "tiny")
+    xs = spec.instances(3, seed=4)
+    prog = acrobat.compile(spec.module, spec.params)
+    runtime = prepare(prog, "numpy")
+    ex = runtime.executor
+    real = ex.run_leveled
+    answers = []
+
+    def narrow_first(dfg, table):
+        if not answers:  # the first flush's records as int32: declined, nothing done
+            before = (ex.row_of.copy(), ex.arena_of.copy(), [a.top for a in ex.arena_list])
+            narrow = type(dfg)(dfg.kernels, [r.astype(np.int32) for r in dfg.records])
+            answers.append(real(narrow, table))
+            after = (ex.row_of, ex.arena_of, [a.top for a in ex.arena_list])
+            assert np.array_equal(before[0], after[0]) and np.array_equal(before[1], after[1])
+            assert before[2] == after[2]
+            return answers[-1]
+        answers.append(real(dfg, table))
+        return answers[-1]
+
+    ex.run_leveled = narrow_first
+    try:
+        res = acrobat.run(prog, xs, trace_level="off", strategy="batched")
+    finally:
+        del ex.run_leveled
+    assert answers[0] is None and len(answers) >= 1
+    for x, o in zip(xs, res.outputs):
+        assert acrobat.values_equal(o, spec.evaluate(x), rtol=1e-4, atol=1e-5)

@@ -76,6 +76,7 @@ def test_plan_equals_allocating_batch_by_batch(model, policy, planner, monkeypat
     # untraced runs too take the Python path here (the native flush, which does the same
     # bookkeeping in C, is held to this path's calls in test_flush_native.py)
     monkeypatch.setattr(Executor, "run_native", lambda self, dfg, sched: None)
+    monkeypatch.setattr(Executor, "run_leveled", lambda self, dfg, table: None)
     spec = load(model, "tiny")
     xs = spec.instances(6, seed=3)
     prog = acrobat.compile(spec.module, spec.params)

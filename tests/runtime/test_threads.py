@@ -198,7 +198,8 @@ def test_the_load_estimate_is_at_most_the_tasks_running_now(monkeypatch):
     now = [100.0]
     samples = []
     monkeypatch.setattr(threads.time, "monotonic", lambda: now[0])
-    monkeypatch.setattr(threads._OthersLoad, "_read", staticmethod(lambda: samples.pop(0)))
+    # /proc/stat as it reads now (the estimate reads it again around listing our threads)
+    monkeypatch.setattr(threads._OthersLoad, "_read", staticmethod(lambda: samples[-1]))
     monkeypatch.setattr(threads, "_own_running", lambda: 2)  # this thread and a BLAS worker
     est = threads._OthersLoad()
     samples.append((0.0, 0.0, 0.0, 3))  # busy ticks, all ticks, own CPU s, procs_running
@@ -212,6 +213,31 @@ def test_the_load_estimate_is_at_most_the_tasks_running_now(monkeypatch):
     now[0] += 0.1  # a quiet window and a task caught running for an instant
     samples.append((20.0, 60.0, 0.0, 3))
     assert est.estimate(2) == 0.0
+
+
+def test_with_only_the_reader_running_our_threads_are_not_listed(monkeypatch):
+    """``procs_running`` of 1 is the reading thread itself: nothing else runs now, so the
+    estimate lists no thread of this process's (two listings of /proc/self/task, ~130 us);
+    with more running it does, around a second read of /proc/stat."""
+    now = [100.0]
+    reads, listed = [], []
+    sample = [(0.0, 0.0, 0.0, 1)]
+    monkeypatch.setattr(threads.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(
+        threads._OthersLoad, "_read", staticmethod(lambda: reads.append(1) or sample[0])
+    )
+    monkeypatch.setattr(threads, "_own_running", lambda: listed.append(1) or 1)
+    est = threads._OthersLoad()
+    assert est.estimate(2) == 0.0
+    assert (len(reads), len(listed)) == (1, 0)
+    now[0] += 0.1  # a window in which another process kept a core busy, and runs now
+    sample[0] = (10.0, 20.0, 0.0, 2)
+    assert est.estimate(2) == pytest.approx(1.0)
+    assert (len(reads), len(listed)) == (3, 2)
+    now[0] += 0.1  # it has stopped: only the reader runs
+    sample[0] = (20.0, 40.0, 0.0, 1)
+    assert est.estimate(2) == 0.0
+    assert (len(reads), len(listed)) == (4, 2)
 
 
 def test_processes_that_take_turns_are_not_load(monkeypatch):
