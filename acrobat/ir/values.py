@@ -267,6 +267,33 @@ def entry_args(m: Module, instance: Any, index: int | None = None) -> tuple[Any,
     return tuple(args)
 
 
+def entry_args_all(m: Module, instances: list) -> list[tuple[Any, ...]]:
+    """:func:`entry_args` of every instance, in order (the first that does not fit raises,
+    naming its index), with the per-call setup made once: 64 instances cost ~160 us one
+    by one, most of it that setup."""
+    params = m.main.params
+    maker = native.adt_maker(AdtValue)
+    walked = [type(p.ty) not in (TensorType, ScalarType) for p in params]
+    if maker is None or len(params) != 1 or not walked[0]:
+        return [entry_args(m, x, i) for i, x in enumerate(instances)]
+    ty = params[0].ty
+    cache = _tables(m)
+
+    def tables(t):
+        return _fields_table(m, t, cache)
+
+    def leaf(v, t):
+        return _mismatch(m, v, t) is None
+
+    fits = maker.fits
+    out = []
+    for i, x in enumerate(instances):
+        if not fits(x, ty, tables, AdtType, TupleType, leaf):
+            _explain_mismatch(m, x, ty, i, f"argument {params[0].name}")
+        out.append((x,))
+    return out
+
+
 def check_params(m: Module, params: Mapping[str, np.ndarray]) -> None:
     """Every declared weight is present with its declared shape and dtype."""
     for p in m.params:

@@ -26,7 +26,7 @@ from acrobat.codegen.direct import generate_direct
 from acrobat.codegen.numpy_kernels import compile_numpy_kernel
 from acrobat.errors import AcrobatNameError, IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType, TupleType
-from acrobat.ir.values import entry_args
+from acrobat.ir.values import entry_args_all
 from acrobat.runtime.fibers import HOST_FAILURES, host_failure
 from acrobat.runtime.values import adt_maker, converter
 from acrobat.trace import HostProgramGenerated, HostSpan, KernelCompiled, Trace
@@ -150,7 +150,7 @@ class DirectRunner:
         self, instances: list, stats, trace: Trace, traced: bool, t0: float
     ) -> tuple[list, Trace]:
         m = self.module
-        checked = [entry_args(m, x, i) for i, x in enumerate(instances)]
+        checked = entry_args_all(m, instances)
         make = adt_maker()
         entry, calls = self.make(*self.fns, np, make, make.items, make.list, self.weights)
         self.kept.clear()

@@ -32,7 +32,7 @@ from acrobat.codegen.host_c import MODULE_PLACEHOLDER
 from acrobat.codegen.records import ARGS, INST, OUT, STRIDE, float_bits
 from acrobat.codegen.twins import find_twins
 from acrobat.errors import AcrobatNameError, InstanceError
-from acrobat.ir.values import AdtValue, entry_args
+from acrobat.ir.values import AdtValue, entry_args_all
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
 from acrobat.runtime.direct import DirectRunner
@@ -533,7 +533,7 @@ class Runtime:
         the weights the host program uses as values; returns the entry arguments (tensors
         as value ids) and the first free value id."""
         m, ex = self.module, self.executor
-        checked = [entry_args(m, x, i) for i, x in enumerate(instances)]
+        checked = entry_args_all(m, instances)
         upload = [self.params[w] for w in self.host.weight_values]
         inputs = array_bytes(checked) if self.tensor_inputs else 0
         self.pool.check(inputs + sum(a.nbytes for a in upload))
