@@ -27,8 +27,9 @@
  *   arena_of  int16 [cap] writable: value id -> arena number
  *   OUT       the record column of a node's first output value id
  *   alloc     alloc(shape) -> a new int64 NumPy array (numpy.empty)
- *   failed    a list of one item: set to (batch number, its record rows) when a kernel
- *             raises (the caller reports an embedding id out of range by its instance)
+ *   failed    a list of one item: set to (batch number, its record rows, its kernel) when
+ *             a kernel raises (the caller reports an embedding id out of range by its
+ *             instance)
  *   sync      None, or a callable timed with each kernel call
  * Arenas are Python objects with ``top`` (rows in use), ``alloc(n)`` (grow by n rows; the
  * buffer may move) and ``buf`` (a [rows, width] array, read after growing). An input in a
