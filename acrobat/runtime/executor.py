@@ -335,22 +335,15 @@ class Executor:
         batches = sched.batches
         if not batches:
             return 0, 0.0
-        failed = [None]
-        try:
-            return self.native_flush(
-                batches,
-                dfg.records,
-                self.flush_specs,
-                self.row_of,
-                self.arena_of,
-                OUT,
-                native.new_int64s,
-                failed,
-                self.sync,
-            )
-        except IndexOutOfRange as err:
-            _, rec, k = failed[0]
-            raise self._embedding_error(k, rec, err) from None
+        return self._flush_call(
+            self.native_flush,
+            batches,
+            dfg.records,
+            self.flush_specs,
+            self.row_of,
+            self.arena_of,
+            OUT,
+        )
 
     def run_leveled(self, dfg: DFG, table: np.ndarray):
         """The acrobat policy's leveled schedule of ``dfg`` (what ``list_schedule`` gives,
@@ -360,21 +353,26 @@ class Executor:
         gathered, kernel seconds, launches, schedule seconds)``, or None when the native
         scheduler declines the records (nothing done: the caller schedules them in
         Python)."""
+        return self._flush_call(
+            self.native_schedule_flush,
+            dfg.records,
+            table,
+            KEY,
+            OUT,
+            STRIDE,
+            self.flush_specs,
+            self.row_of,
+            self.arena_of,
+        )
+
+    def _flush_call(self, fn, *head):
+        """``fn(*head, alloc, failed, sync)``, a native flush (``run_flush`` or
+        ``schedule_flush``), with an embedding id out of range that a kernel raised
+        reported as :meth:`launch` reports it (the native call names the batch's kernel
+        and record rows in ``failed``)."""
         failed = [None]
         try:
-            return self.native_schedule_flush(
-                dfg.records,
-                table,
-                KEY,
-                OUT,
-                STRIDE,
-                self.flush_specs,
-                self.row_of,
-                self.arena_of,
-                native.new_int64s,
-                failed,
-                self.sync,
-            )
+            return fn(*head, native.new_int64s, failed, self.sync)
         except IndexOutOfRange as err:
             _, rec, k = failed[0]
             raise self._embedding_error(k, rec, err) from None
