@@ -147,20 +147,27 @@ def _fields_table(m: Module, t: AdtType, cache: dict) -> dict[str, tuple]:
 
 
 def _fits(m: Module, value: Any, ty: Type) -> bool:
+    return _checker(m, ty)(value)
+
+
+def _checker(m: Module, ty: Type):
+    """``fits(value) -> bool`` for values of ``ty``: what it needs (field tables, the native
+    maker, the leaf check) found once, for checking many values."""
     if type(ty) is TensorType or type(ty) is ScalarType:  # a leaf: nothing to walk
-        return _mismatch(m, value, ty) is None
+        return lambda value: _mismatch(m, value, ty) is None
     cache = _tables(m)
     maker = native.adt_maker(AdtValue)
-    if maker is not None:  # the same walk in C (acrobat/native/values.c): ~10x faster
-        return maker.fits(
-            value,
-            ty,
-            lambda t: _fields_table(m, t, cache),
-            AdtType,
-            TupleType,
-            lambda v, t: _mismatch(m, v, t) is None,
-        )
-    return _fits_python(m, value, ty, cache)
+    if maker is None:
+        return lambda value: _fits_python(m, value, ty, cache)
+    fits = maker.fits  # the same walk in C (acrobat/native/values.c): ~10x faster
+
+    def tables(t):
+        return _fields_table(m, t, cache)
+
+    def leaf(v, t):
+        return _mismatch(m, v, t) is None
+
+    return lambda value: fits(value, ty, tables, AdtType, TupleType, leaf)
 
 
 def _fits_python(m: Module, value: Any, ty: Type, cache: dict) -> bool:
@@ -255,43 +262,44 @@ def entry_args(m: Module, instance: Any, index: int | None = None) -> tuple[Any,
     An entry with one parameter takes the value itself; with several, a tuple holding
     one value per parameter.
     """
-    params = m.main.params
-    args = (instance,) if len(params) == 1 else instance
-    if len(params) != 1 and (not isinstance(args, tuple) or len(args) != len(params)):
-        raise InstanceError(
-            f"{m.entry} takes {len(params)} arguments; pass a tuple of {len(params)} values",
-            index,
-        )
-    for p, a in zip(params, args):
-        check_value(m, a, p.ty, index, f"argument {p.name}")
-    return tuple(args)
+    return _entry_checker(m)(instance, index)
 
 
 def entry_args_all(m: Module, instances: list) -> list[tuple[Any, ...]]:
     """:func:`entry_args` of every instance, in order (the first that does not fit raises,
-    naming its index), with the per-call setup made once: 64 instances cost ~160 us one
-    by one, most of it that setup."""
+    naming its index), with the checks' setup made once: 64 instances cost ~160 us one by
+    one, most of it that setup."""
+    check = _entry_checker(m)
+    return [check(x, i) for i, x in enumerate(instances)]
+
+
+def _entry_checker(m: Module):
+    """``check(instance, index) -> arguments``: :func:`entry_args` with each parameter's
+    :func:`_checker` made once."""
     params = m.main.params
-    maker = native.adt_maker(AdtValue)
-    walked = [type(p.ty) not in (TensorType, ScalarType) for p in params]
-    if maker is None or len(params) != 1 or not walked[0]:
-        return [entry_args(m, x, i) for i, x in enumerate(instances)]
-    ty = params[0].ty
-    cache = _tables(m)
+    checks = [(p, _checker(m, p.ty)) for p in params]
+    if len(params) == 1:  # the instance is the argument (the common case: kept lean)
+        ((p, fits),) = checks
 
-    def tables(t):
-        return _fields_table(m, t, cache)
+        def check_one(instance: Any, index: int | None) -> tuple[Any, ...]:
+            if not fits(instance):
+                _explain_mismatch(m, instance, p.ty, index, f"argument {p.name}")
+            return (instance,)
 
-    def leaf(v, t):
-        return _mismatch(m, v, t) is None
+        return check_one
 
-    fits = maker.fits
-    out = []
-    for i, x in enumerate(instances):
-        if not fits(x, ty, tables, AdtType, TupleType, leaf):
-            _explain_mismatch(m, x, ty, i, f"argument {params[0].name}")
-        out.append((x,))
-    return out
+    def check(instance: Any, index: int | None) -> tuple[Any, ...]:
+        if not isinstance(instance, tuple) or len(instance) != len(params):
+            raise InstanceError(
+                f"{m.entry} takes {len(params)} arguments; pass a tuple of {len(params)} values",
+                index,
+            )
+        for (p, fits), a in zip(checks, instance):
+            if not fits(a):
+                _explain_mismatch(m, a, p.ty, index, f"argument {p.name}")
+        return instance
+
+    return check
 
 
 def check_params(m: Module, params: Mapping[str, np.ndarray]) -> None:

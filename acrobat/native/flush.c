@@ -222,18 +222,22 @@ static void free_job(kjob_t *j, Py_ssize_t n_args) {
 }
 
 /* run_flush's work; the batches are args[0]'s (Python tuples) or, when plan is not NULL,
- * the plan's (args[0] unread) */
-static PyObject *run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan) {
+ * the plan's (args[0] unread). 0: done, the bytes copied and kernel seconds in *moved_out
+ * and *kernel_out; 1: declined before doing anything (batches it does not take); -1: a
+ * Python error is set */
+static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
+                          long long *moved_out, double *kernel_out) {
     PyObject *alloc = args[6], *failed = args[7], *sync = args[8];
     if (names_ready() < 0)
-        return NULL;
+        return -1;
     Py_ssize_t out_col = PyLong_AsSsize_t(args[5]);
     if (out_col < 0) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_ValueError, "run_flush: OUT must be >= 0");
-        return NULL;
+        return -1;
     }
-    PyObject *batches = NULL, *records = NULL, *specs = NULL, *result = NULL;
+    int status = -1;
+    PyObject *batches = NULL, *records = NULL, *specs = NULL;
     PyObject *kw1 = NULL, *kw2 = NULL;
     Py_buffer row_buf, arena_buf, *nodes = NULL;
     const int64_t **node_ptr = NULL;
@@ -712,11 +716,12 @@ static PyObject *run_flush_impl(PyObject *const *args, const acrobat_plan_t *pla
             goto done;
         Py_DECREF(ret);
     }
-    result = Py_BuildValue("(Ld)", moved, kernel_s);
+    *moved_out = moved;
+    *kernel_out = kernel_s;
+    status = 0;
     goto done;
 python:
-    result = Py_None;
-    Py_INCREF(result);
+    status = 1;
 done:
     if (jobs != NULL) {
         for (Py_ssize_t k = 0; k < n_k; k++) {
@@ -753,7 +758,7 @@ done:
     Py_XDECREF(batches);
     Py_XDECREF(records);
     Py_XDECREF(specs);
-    return result;
+    return status;
 }
 
 PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -763,7 +768,14 @@ PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t na
                                          "OUT, alloc, failed: [x], sync)");
         return NULL;
     }
-    return run_flush_impl(args, NULL);
+    long long moved = 0;
+    double kernel_s = 0.0;
+    int status = run_flush_impl(args, NULL, &moved, &kernel_s);
+    if (status < 0)
+        return NULL;
+    if (status > 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(Ld)", moved, kernel_s);
 }
 
 /* schedule_flush(records, table, KEY, OUT, STRIDE, specs, row_of, arena_of, alloc, failed,
@@ -795,18 +807,14 @@ PyObject *acrobat_schedule_flush(PyObject *self, PyObject *const *args, Py_ssize
         Py_RETURN_NONE;
     PyObject *flush_args[9] = {Py_None, args[0], args[5], args[6], args[7],
                                args[3],  args[8], args[9], args[10]};
-    PyObject *done = run_flush_impl(flush_args, &plan);
+    long long moved = 0;
+    double kernel_s = 0.0;
+    status = run_flush_impl(flush_args, &plan, &moved, &kernel_s);
     PyObject *result = NULL;
-    if (done != NULL && done != Py_None) {
-        long long moved = 0;
-        double kernel_s = 0.0;
-        if (PyArg_ParseTuple(done, "Ld", &moved, &kernel_s))
-            result = Py_BuildValue("(Ldnd)", moved, kernel_s, (Py_ssize_t)plan.nb, sched_s);
-    } else if (done == Py_None) {
-        result = done;
-        Py_INCREF(result);
-    }
-    Py_XDECREF(done);
+    if (status == 0)
+        result = Py_BuildValue("(Ldnd)", moved, kernel_s, (Py_ssize_t)plan.nb, sched_s);
+    else if (status > 0) /* not reached: a plan's batches are always taken */
+        result = Py_NewRef(Py_None);
     acrobat_plan_free(&plan);
     return result;
 }

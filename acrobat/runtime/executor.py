@@ -126,7 +126,7 @@ class Executor:
         # the backend's synchronize, timed with each kernel; None: a no-op (host kernels)
         self.sync = None if backend.xp is np and backend.name == "numpy" else backend.synchronize
         self.out_bytes = [sum(a.row_bytes for a in outs) for outs in self.out_arenas]
-        self.max_out_bytes = max(self.out_bytes, default=0)  # a node's outputs take at most
+        self.max_out_bytes = max(self.out_bytes, default=0)  # the most a node's outputs take
         self.row_of = np.zeros(1024, np.int64)
         self.arena_of = np.zeros(1024, np.int16)
 

@@ -729,8 +729,9 @@ class Runtime:
             sched = schedule(dfg, st.policy, self.inline_depth, self.leveling)
             launches = len(sched.batches)
             t3 = time.perf_counter()
-            ex.reserve(st.next_value())
-            self.check_memory(st, dfg, nodes)
+            if not st.leveled_native:  # (else reserved and checked before it declined)
+                ex.reserve(st.next_value())
+                self.check_memory(st, dfg, nodes)
             tr = st.trace if st.traced else None
             gathered, kernel_s = ex.run(dfg, sched, tr, st.t0, len(st.passes))
         t4 = time.perf_counter()
