@@ -61,12 +61,14 @@ typedef struct {
     Py_ssize_t *bidx;      /* their numbers in batches */
     Py_ssize_t *offsets;   /* nb + 1 */
     Py_ssize_t T, W;       /* rows, record width */
-    PyObject *rec;         /* [T, W] (owned) */
-    Py_buffer recbuf;
+    int64_t *recp;         /* [T, W]: its records in launch order (recbuf's, or owned) */
+    PyObject *rec;         /* recp as an array (owned), made only when a kernel needs it */
+    Py_buffer recbuf;      /* (host ids' columns) or a failure is reported */
     int has_rec;
-    PyObject *rows;        /* [n tensor inputs, T] (owned) */
-    Py_buffer rowsbuf;
-    int has_rows;
+    int64_t *rowsp;        /* [n_t, T]: each tensor input's rows (owned) */
+    Py_ssize_t n_t;        /* tensor inputs */
+    PyObject *rows;        /* rowsp as an array (owned), made when a launch first passes */
+                           /* (arena buf, rows) pairs: rows not one block */
     Py_ssize_t *starts;    /* nb * n tensor inputs: first row of a block, or -1 */
     PyObject **cols;       /* per argument: host ids column view (owned) or NULL */
     PyObject **rowv;       /* per argument: its rows' 1-d view, made when first needed */
@@ -76,15 +78,20 @@ typedef struct {
 /* attribute names, made once (PyObject_GetAttrString makes a str each call: ~0.3 ms a
    StackRNN run of 569 launches) */
 static PyObject *S_TOP, *S_BUF, *S_ALLOC, *S_RESHAPE;
+static PyObject *KW_OUT, *KW_OUT_SEGS; /* a launch's keyword names: (out,), (out, _segs) */
 
 static int names_ready(void) {
-    if (S_RESHAPE != NULL)
+    if (KW_OUT_SEGS != NULL)
         return 0;
     S_TOP = PyUnicode_InternFromString("top");
     S_BUF = PyUnicode_InternFromString("buf");
     S_ALLOC = PyUnicode_InternFromString("alloc");
     S_RESHAPE = PyUnicode_InternFromString("reshape");
-    return S_TOP && S_BUF && S_ALLOC && S_RESHAPE ? 0 : -1;
+    if (!(S_TOP && S_BUF && S_ALLOC && S_RESHAPE))
+        return -1;
+    KW_OUT = Py_BuildValue("(s)", "out");
+    KW_OUT_SEGS = KW_OUT == NULL ? NULL : Py_BuildValue("(ss)", "out", "_segs");
+    return KW_OUT_SEGS != NULL ? 0 : -1;
 }
 
 /* an input arena's buffer, looked up once a flush: (arena, buf) pairs, the buf owned */
@@ -169,6 +176,18 @@ static PyObject *new_i64(PyObject *alloc, Py_ssize_t a, Py_ssize_t b, int two, P
     return arr;
 }
 
+/* a new int64 array [a, b] from alloc holding a copy of p's a * b values */
+static PyObject *as_array(PyObject *alloc, const int64_t *p, Py_ssize_t a, Py_ssize_t b) {
+    Py_buffer view;
+    PyObject *arr = new_i64(alloc, a, b, 1, &view);
+    if (arr == NULL)
+        return NULL;
+    if (a * b)
+        memcpy(view.buf, p, (size_t)(a * b) * sizeof(int64_t));
+    PyBuffer_Release(&view);
+    return arr;
+}
+
 static int is_int64_buffer(const Py_buffer *v) {
     if (v->itemsize != 8 || v->format == NULL)
         return 0;
@@ -204,8 +223,9 @@ static void free_job(kjob_t *j, Py_ssize_t n_args) {
     PyMem_Free(j->starts);
     if (j->has_rec)
         PyBuffer_Release(&j->recbuf);
-    if (j->has_rows)
-        PyBuffer_Release(&j->rowsbuf);
+    else
+        PyMem_Free(j->recp);
+    PyMem_Free(j->rowsp);
     Py_XDECREF(j->rec);
     Py_XDECREF(j->rows);
     if (j->cols != NULL) {
@@ -238,7 +258,6 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
     }
     int status = -1;
     PyObject *batches = NULL, *records = NULL, *specs = NULL;
-    PyObject *kw1 = NULL, *kw2 = NULL;
     Py_buffer row_buf, arena_buf, *nodes = NULL;
     const int64_t **node_ptr = NULL;
     buf_cache_t bufs = {.n = 0};
@@ -452,13 +471,30 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
             j->offsets[b + 1] = j->offsets[b] + sizes[j->bidx[b]];
         j->T = j->offsets[j->nb];
         j->W = W;
-        j->rec = new_i64(alloc, j->T, W, 1, &j->recbuf);
-        if (j->rec == NULL) {
-            PyBuffer_Release(&tb);
-            goto done;
+        /* an array only for a kernel that takes host ids (views of its columns); else a
+           plain buffer (made an array only if a launch fails: new_i64 per kernel and
+           flush was ~0.4 ms a StackRNN run) */
+        PyObject *ins_k = PyTuple_GET_ITEM(sp, 2);
+        int host_ids = 0;
+        for (Py_ssize_t a = 0; a < PyTuple_GET_SIZE(ins_k); a++)
+            host_ids |= PyTuple_GET_ITEM(PyTuple_GET_ITEM(ins_k, a), 1) == Py_None;
+        if (host_ids) {
+            j->rec = new_i64(alloc, j->T, W, 1, &j->recbuf);
+            if (j->rec == NULL) {
+                PyBuffer_Release(&tb);
+                goto done;
+            }
+            j->has_rec = 1;
+            j->recp = j->recbuf.buf;
+        } else {
+            j->recp = PyMem_Malloc((size_t)(j->T * W ? j->T * W : 1) * sizeof(int64_t));
+            if (j->recp == NULL) {
+                PyBuffer_Release(&tb);
+                PyErr_NoMemory();
+                goto done;
+            }
         }
-        j->has_rec = 1;
-        int64_t *rec = j->recbuf.buf;
+        int64_t *rec = j->recp;
         if (members > 0) {
             j->segs = PyList_New(j->nb);
             if (j->segs == NULL) {
@@ -567,13 +603,15 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
             PyErr_NoMemory();
             goto done;
         }
+        j->n_t = n_t;
         if (n_t) {
-            j->rows = new_i64(alloc, n_t, j->T, 1, &j->rowsbuf);
-            if (j->rows == NULL)
+            j->rowsp = PyMem_Malloc((size_t)(n_t * j->T ? n_t * j->T : 1) * sizeof(int64_t));
+            if (j->rowsp == NULL) {
+                PyErr_NoMemory();
                 goto done;
-            j->has_rows = 1;
+            }
         }
-        const int64_t *rec = j->recbuf.buf;
+        const int64_t *rec = j->recp;
         Py_ssize_t i_t = 0;
         for (Py_ssize_t a = 0; a < n_args; a++) {
             PyObject *it = PyTuple_GET_ITEM(ins, a);
@@ -597,7 +635,7 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
                     goto done;
                 continue;
             }
-            int64_t *out = (int64_t *)j->rowsbuf.buf + i_t * j->T;
+            int64_t *out = j->rowsp + i_t * j->T;
             for (Py_ssize_t b = 0; b < j->nb; b++) {
                 Py_ssize_t s = j->offsets[b], n = sizes[j->bidx[b]];
                 int block = n > 0;
@@ -619,10 +657,6 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
     }
 
     /* the launches, in order */
-    kw1 = Py_BuildValue("(s)", "out");
-    kw2 = Py_BuildValue("(ss)", "out", "_segs");
-    if (kw1 == NULL || kw2 == NULL)
-        goto done;
     seen = PyMem_Calloc(n_k ? n_k : 1, sizeof(Py_ssize_t));
     if (seen == NULL) {
         PyErr_NoMemory();
@@ -638,7 +672,7 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
         PyObject *fn = PyTuple_GET_ITEM(sp, 0), *outs = PyTuple_GET_ITEM(sp, 1);
         PyObject *ins = PyTuple_GET_ITEM(sp, 2);
         Py_ssize_t n_args = PyTuple_GET_SIZE(ins), n_out = PyTuple_GET_SIZE(outs);
-        Py_ssize_t n_t = j->has_rows ? j->rowsbuf.shape[0] : 0;
+        Py_ssize_t n_t = j->n_t;
         Py_ssize_t s = j->offsets[b];
         PyObject *call[MAX_ARGS + 1]; /* [spare, n, args..., views, segs] (vectorcall) */
         Py_ssize_t at = 1, i_t = 0;
@@ -655,7 +689,9 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
                 } else if (r0 >= 0) {
                     arg = block_view(buf, r0, n, PyTuple_GET_ITEM(it, 2));
                 } else {
-                    if (j->rowv[a] == NULL)
+                    if (j->rows == NULL)
+                        j->rows = as_array(alloc, j->rowsp, n_t, j->T);
+                    if (j->rowv[a] == NULL && j->rows != NULL)
                         j->rowv[a] = PySequence_GetItem(j->rows, i_t);
                     PyObject *part =
                         j->rowv[a] == NULL ? NULL : PySequence_GetSlice(j->rowv[a], s, s + n);
@@ -686,10 +722,10 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
         PyObject *ret = NULL;
         if (ok) {
             call[at++] = views;
-            PyObject *kwnames = kw1;
+            PyObject *kwnames = KW_OUT;
             if (j->segs != NULL) {
                 call[at++] = PyList_GET_ITEM(j->segs, b); /* borrowed */
-                kwnames = kw2;
+                kwnames = KW_OUT_SEGS;
             }
             double t0 = mono_s();
             ret = PyObject_Vectorcall(fn, call + 1, npos | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
@@ -701,7 +737,8 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
             if (ret == NULL) { /* which batch, and its records, for the caller's report */
                 PyObject *et, *ev, *etb;
                 PyErr_Fetch(&et, &ev, &etb);
-                PyObject *recs = PySequence_GetSlice(j->rec, s, s + n);
+                PyObject *recs = j->rec != NULL ? PySequence_GetSlice(j->rec, s, s + n)
+                                                : as_array(alloc, j->recp + s * j->W, n, j->W);
                 PyObject *where = recs == NULL ? NULL : Py_BuildValue("(nNn)", i, recs, k);
                 if (where != NULL)
                     PyList_SetItem(failed, 0, where); /* steals where */
@@ -749,8 +786,6 @@ done:
     PyMem_Free(kernel_of);
     PyMem_Free(sizes);
     PyMem_Free(firsts);
-    Py_XDECREF(kw1);
-    Py_XDECREF(kw2);
     if (have_row)
         PyBuffer_Release(&row_buf);
     if (have_arena)

@@ -238,3 +238,59 @@ def test_schedule_flush_declines_records_it_does_not_take():
     assert answers[0] is None and len(answers) >= 1
     for x, o in zip(xs, res.outputs):
         assert acrobat.values_equal(o, spec.evaluate(x), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("leveled", [False, True])
+def test_a_failed_launch_of_a_kernel_without_host_ids_reports_its_records(leveled):
+    """A kernel that takes no host ids gets no record array (the native flush keeps its
+    records in a plain buffer); when such a launch raises, ``failed`` still names the
+    batch, its record rows (as an int64 array) and its kernel, and the error propagates."""
+    from acrobat.codegen.records import KEY, OUT, STRIDE
+    from acrobat.runtime.schedule import schedule
+
+    spec = load("treelstm", "tiny")
+    xs = spec.instances(3, seed=4)
+    prog = acrobat.compile(spec.module, spec.params)
+    runtime = prepare(prog, "numpy")
+    ex = runtime.executor
+    dfgs = []
+    real = ex.run_leveled
+
+    def keep(dfg, table):
+        dfgs.append(dfg)
+        return real(dfg, table)
+
+    ex.run_leveled = keep
+    try:
+        acrobat.run(prog, xs, trace_level="off", strategy="batched")
+    finally:
+        del ex.run_leveled
+    dfg = dfgs[0]
+    batches = schedule(dfg, "acrobat", prog.options.inline_depth, prog.options.leveling).batches
+    tensor_only = [
+        i
+        for i, b in enumerate(batches)
+        if len(b.nodes) and all(arg[1] is not None for arg in ex.flush_specs[b.kernel][2])
+    ]
+    assert tensor_only  # a TreeLSTM pass has launches of tensors only
+    i = tensor_only[0]
+    k = batches[i].kernel
+
+    def boom(n, *args, **kw):
+        raise RuntimeError("kernel failed")
+
+    specs = [(boom, *s[1:]) if kk == k else s for kk, s in enumerate(ex.flush_specs)]
+    failed = [None]
+    common = (specs, ex.row_of.copy(), ex.arena_of.copy())
+    with pytest.raises(RuntimeError, match="kernel failed"):
+        if leveled:
+            ex.native_schedule_flush(
+                dfg.records, runtime.level_table, KEY, OUT, STRIDE, *common,
+                native.new_int64s, failed, None,
+            )
+        else:
+            ex.native_flush(batches, dfg.records, *common, OUT, native.new_int64s, failed, None)
+    where, rec, kernel = failed[0]
+    assert (where, kernel) == (i, k)
+    assert rec.dtype == np.int64
+    assert np.array_equal(rec, dfg.records[k][batches[i].nodes])
