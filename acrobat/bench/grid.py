@@ -12,12 +12,14 @@ from acrobat.baselines.measure import measure
 from acrobat.baselines.peers.runner import STRATEGIES, DynetPeer, PeerFailed, run_torch
 from acrobat.bench.harness import (
     ACROBAT_METRICS,
+    LIMIT_SYSTEMS,
     Case,
     acrobat_case,
     baseline_case,
     bench_instances,
     finite,
     sgemm_limit,
+    stream_limit,
 )
 from acrobat.models import MODEL_NAMES
 from acrobat.passes.options import OPTIMIZATIONS
@@ -69,7 +71,10 @@ def run_grid(kind: str, args) -> list[dict[str, Any]]:
     quick = getattr(args, "quick", False)
     runs = args.runs or (1 if quick else 7)
     warmup = 1 if quick else 2
-    rows: list[dict[str, Any]] = [sgemm_limit(512 if quick else 2048)]
+    rows: list[dict[str, Any]] = [
+        sgemm_limit(512 if quick else 2048),
+        stream_limit(32 if quick else 256),
+    ]
     todo = configs(kind, args)
     groups: dict[tuple, list[tuple]] = {}
     for c in todo:
@@ -145,7 +150,7 @@ def check(rows: list[dict[str, Any]], kind: str) -> list[str]:
     for r in rows:
         if not finite(r):
             problems.append(f"non-finite number in {r.get('system')} {r.get('model')}")
-        if r.get("system") == "sgemm":
+        if r.get("system") in LIMIT_SYSTEMS:
             continue
         groups.setdefault((r.get("model"), r.get("size"), r.get("batch")), []).append(r)
     for key, rs in groups.items():

@@ -16,7 +16,10 @@ A row is a flat dict (JSON-ready). Times are milliseconds for the whole batch:
 does for the batch), ``kernel_ms`` (inside the kernel calls); ``host_share`` and
 ``host_us_per_launch`` as :class:`acrobat.runtime.run.RunStats` defines them (host time =
 ``total_ms - kernel_ms``), ``gen_sched_share`` = ``(gen_ms + sched_ms) / total_ms``. Model FLOPs count the kernels actually executed (per instance,
-summed), so GFLOP/s are comparable across policies and baselines on the same inputs.
+summed), so GFLOP/s are comparable across policies and baselines on the same inputs;
+``min_bytes`` is the least memory traffic of those kernels (:func:`executed_bytes`). The
+grid's first rows are the machine's limits, a single large SGEMM (``sgemm``, GFLOP/s) and
+a large copy (``stream``, GB/s): the report's roofline.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from acrobat.baselines.hand_batched import HAND_BATCHED
 from acrobat.baselines.measure import load_fields, measure, row_fields
 from acrobat.baselines.reference import reference
 from acrobat.baselines.timing import checksum, timed
+from acrobat.ir.types import TensorType
 from acrobat.models import data
 from acrobat.runtime import threads as blas_threads
 from acrobat.runtime.run import prepare
@@ -63,6 +67,38 @@ def executed_flops(prog, res) -> int:
     return sum(
         prog.kernels[e.kernel.split("+")[0]].flops * e.size for e in res.trace.of(KernelLaunched)
     )
+
+
+def executed_bytes(prog, res) -> int:
+    """The fewest bytes the run's kernels could move through memory (the roofline's
+    traffic, from the trace's launches): per launch, its weights once and each node's
+    tensor inputs and outputs once (a host argument: 8 bytes). A twin group's launch
+    (``a+b``) counts every member's weights. What a kernel's intermediates and gathers
+    move comes on top, so a run moves at least this."""
+    per_node: dict[str, int] = {}
+    per_launch: dict[str, int] = {}
+    total = 0
+    for e in res.trace.of(KernelLaunched):
+        name = e.kernel
+        if name not in per_node:
+            members = [prog.kernels[k] for k in name.split("+")]
+            spec = members[0]
+            ins = sum(
+                _type_bytes(ty) if isinstance(ty, TensorType) else 8 for _, ty, _ in spec.params
+            )
+            per_node[name] = ins + sum(_type_bytes(ty) for ty in spec.outputs)
+            per_launch[name] = sum(
+                prog.params[w].nbytes for k in members for w in k.weights if w in prog.params
+            )
+        total += per_launch[name] + e.size * per_node[name]
+    return total
+
+
+def _type_bytes(ty) -> int:
+    """Bytes of a value of a tensor type (0 for any other type)."""
+    if not isinstance(ty, TensorType):
+        return 0
+    return math.prod(ty.shape) * np.dtype(ty.dtype).itemsize
 
 
 def blas_fields(stats=None) -> dict[str, Any]:
@@ -162,6 +198,7 @@ def acrobat_case(
         prog, xs, policy=policy, backend=backend, threads=threads, strategy=strategy
     )
     flops = executed_flops(prog, res)
+    min_bytes = executed_bytes(prog, res)
     metrics = ACROBAT_METRICS
     ran: list[str] = []  # the strategy of every run (auto may re-measure the other)
     settle = settle_strategy(prog, xs, policy, backend, threads, strategy)
@@ -210,6 +247,7 @@ def acrobat_case(
             passes=sched["passes"],
             peak_bytes=sched["peak_arena_bytes"],
             flops=flops,
+            min_bytes=min_bytes,
             gflops=flops / (row["total_ms"] * 1e6) if row["total_ms"] else 0.0,
             gen_sched_share=(row["gen_ms"] + row["sched_ms"]) / row["total_ms"]
             if row["total_ms"]
@@ -302,6 +340,28 @@ def sgemm_limit(n: int = 2048, runs: int = 5) -> dict[str, Any]:
         "total_ms": ms,
         "gflops": 2 * n**3 / (ms * 1e6),
     }
+
+
+def stream_limit(mib: int = 256, runs: int = 5) -> dict[str, Any]:
+    """The machine's memory bandwidth as one thread's copy of ``mib`` MiB sees it (bytes
+    read plus bytes written, per second): the roofline's other line."""
+    a = np.ones(mib * 2**20 // 4, np.float32)
+    b = np.empty_like(a)
+    times, _ = timed(lambda: np.copyto(b, a), runs, 1)
+    ms = statistics.median(times)
+    return {
+        "system": "stream",
+        "model": "-",
+        "size": f"copy {mib} MiB",
+        "batch": 0,
+        "policy": "-",
+        "total_ms": ms,
+        "gbps": 2 * a.nbytes / (ms * 1e6),
+    }
+
+
+LIMIT_SYSTEMS = ("sgemm", "stream")
+"""Rows of the machine's limits, not of a configuration."""
 
 
 def finite(row: dict[str, Any]) -> bool:

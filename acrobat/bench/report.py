@@ -10,6 +10,8 @@ from pathlib import Path
 
 from acrobat.errors import MissingExtraError
 
+LIMIT_SYSTEMS = ("sgemm", "stream")  # the machine's limits (acrobat.bench.harness)
+
 COLUMNS = (
     "model",
     "size",
@@ -53,7 +55,7 @@ def markdown(rows: list[dict]) -> str:
     ]
     groups = defaultdict(list)
     for r in rows:
-        if r.get("system") != "sgemm":
+        if r.get("system") not in LIMIT_SYSTEMS:
             groups[(r.get("model"), r.get("size"), r.get("batch"))].append(r)
     for key, rs in groups.items():
         base = next(
@@ -82,6 +84,8 @@ def markdown(rows: list[dict]) -> str:
             lines.append(
                 f"\nSingle SGEMM {r['size']}: {r['gflops']:.0f} GFLOP/s (the physical limit)."
             )
+        elif r.get("system") == "stream":
+            lines.append(f"\nMemory, {r['size']}: {r['gbps']:.1f} GB/s (one thread's copy).")
     return "\n".join(lines) + "\n"
 
 
@@ -103,7 +107,7 @@ def _by_config(rows: list[dict]) -> dict[tuple, dict[str, dict]]:
     ``dynet-best``."""
     out: dict[tuple, dict[str, dict]] = defaultdict(dict)
     for r in rows:
-        if r.get("system") in (None, "sgemm") or r.get("disabled"):
+        if r.get("system") in (None, *LIMIT_SYSTEMS) or r.get("disabled"):
             continue
         cols = out[(r.get("model"), r.get("size"), r.get("batch"))]
         name = f"policy:{r['policy']}" if r["system"] == "acrobat" else r["system"]
@@ -141,7 +145,72 @@ def summary(rows: list[dict]) -> str:
             f"{_cell(cols.get('policy:eager'))} | {_cell(cols.get('eager-numpy'))} | "
             f"{_cell(cols.get('hand-batched'))} | {_cell(cols.get('torch-eager'))} | {dyn} |"
         )
-    return "\n".join(lines) + "\n\n" + targets(rows)
+    return "\n".join(lines) + "\n\n" + targets(rows) + "\n" + roofline_table(rows)
+
+
+def limits(rows: list[dict]) -> tuple[float | None, float | None]:
+    """The grid's measured limits: (single SGEMM GFLOP/s, copy GB/s), None where absent."""
+    peak = next((r["gflops"] for r in rows if r.get("system") == "sgemm" and r.get("gflops")), None)
+    bw = next((r["gbps"] for r in rows if r.get("system") == "stream" and r.get("gbps")), None)
+    return peak, bw
+
+
+def roofline(row: dict, peak: float | None, bw: float | None) -> dict | None:
+    """Where a configuration's arithmetic puts its floor on this machine: ``compute_ms``
+    (its kernels' FLOPs at the single-SGEMM rate), ``memory_ms`` (their least traffic,
+    ``min_bytes``, at the copy bandwidth), ``bound_ms`` the larger, ``bound`` which, and
+    ``of_bound`` = bound / the row's median time (1.0: at the roof). None without FLOPs or
+    limits."""
+    flops, t = row.get("flops"), row.get("total_ms")
+    if not flops or not t or not peak:
+        return None
+    compute = flops / (peak * 1e6)
+    memory = row["min_bytes"] / (bw * 1e6) if bw and row.get("min_bytes") else 0.0
+    bound = max(compute, memory)
+    return {
+        "compute_ms": compute,
+        "memory_ms": memory,
+        "bound_ms": bound,
+        "bound": "compute" if compute >= memory else "memory",
+        "of_bound": bound / t,
+    }
+
+
+def roofline_table(rows: list[dict]) -> str:
+    """Per (model, size, batch): the acrobat row's FLOPs and least bytes, the floor they
+    set on this machine, and how near acrobat and the faster of the eager policy and the
+    per-instance loop come to it (the same arithmetic: the same instances and math)."""
+    peak, bw = limits(rows)
+    if peak is None:
+        return ""
+    head = (
+        f"Roofline (single SGEMM {peak:.0f} GFLOP/s"
+        + (f", copy {bw:.1f} GB/s" if bw else "")
+        + "; the floor is the larger of the FLOPs at that rate and the least bytes at that "
+        "bandwidth):\n\n"
+        "| model | size | batch | GFLOP | least MB | compute floor ms | memory floor ms "
+        "| acrobat ms | acrobat at | best of eager / per-instance at |\n" + "|" + "---|" * 10
+    )
+    lines = [head]
+    for (m, size, b), cols in _by_config(rows).items():
+        a = cols.get("policy:acrobat")
+        rl = roofline(a, peak, bw) if a is not None else None
+        if rl is None:
+            continue
+        others = [
+            cols[c]["total_ms"]
+            for c in ("policy:eager", "eager-numpy")
+            if cols.get(c, {}).get("total_ms")
+        ]
+        other = f"{100 * rl['bound_ms'] / min(others):.0f}%" if others else "–"
+        mb = f"{a['min_bytes'] / 1e6:.3g}" if a.get("min_bytes") else "–"
+        mem = _fmt(rl["memory_ms"]) if bw and a.get("min_bytes") else "–"
+        lines.append(
+            f"| {m} | {size} | {b} | {a['flops'] / 1e9:.3g} | {mb} | "
+            f"{_fmt(rl['compute_ms'])} | {mem} | {_fmt(a['total_ms'])} | "
+            f"{100 * rl['of_bound']:.0f}% | {other} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def targets(rows: list[dict]) -> str:
@@ -162,10 +231,18 @@ def targets(rows: list[dict]) -> str:
         ]
         if base:
             r = t / min(base)
-            out.append(
+            line = (
                 f"- {where}: acrobat / min(eager policy, per-instance) = {r:.2f} "
                 f"({'met' if r <= 1.05 else 'MISSED'}, target <= 1.05)"
             )
+            rl = roofline(a, *limits(rows)) if r > 1.05 else None
+            if rl is not None:  # why: how near both come to the machine's floor
+                line += (
+                    f"; roofline: {a['flops'] / 1e9:.3g} GFLOP, {rl['bound']}-bound, floor "
+                    f"{_fmt(rl['bound_ms'])} ms: acrobat at {100 * rl['of_bound']:.0f}% of it, "
+                    f"the faster other at {100 * rl['bound_ms'] / min(base):.0f}%"
+                )
+            out.append(line)
         best = cols.get("dynet-best")
         if best is not None and m in ("birnn", "treelstm"):
             need = 1.0 if m == "birnn" else 2.0
@@ -242,7 +319,7 @@ def html(rows: list[dict]) -> str:
     speed = []
     groups = defaultdict(dict)
     for r in rows:
-        if r.get("system") != "sgemm" and r.get("total_ms") and not r.get("disabled"):
+        if r.get("system") not in LIMIT_SYSTEMS and r.get("total_ms") and not r.get("disabled"):
             name = r["system"] if r["system"] != "acrobat" else f"acrobat/{r['policy']}"
             groups[(r["model"], r["size"], r["batch"])][name] = r["total_ms"]
     for key, d in groups.items():

@@ -21,7 +21,11 @@ def quick_rows(tmp_path_factory):
 
 def test_quick_paper_grid_is_complete(quick_rows):
     assert check(quick_rows, "paper") == []
-    keys = {(r["model"], r["size"], r["batch"]) for r in quick_rows if r["system"] != "sgemm"}
+    keys = {
+        (r["model"], r["size"], r["batch"])
+        for r in quick_rows
+        if r["system"] not in ("sgemm", "stream")
+    }
     assert keys == {(m, "tiny", b) for m in MODEL_NAMES for b in (2, 4)}
     for m, s, b in keys:
         rs = [r for r in quick_rows if (r.get("model"), r.get("size"), r.get("batch")) == (m, s, b)]
@@ -39,7 +43,10 @@ def test_quick_paper_grid_is_complete(quick_rows):
                 assert r["strategy"] == "batched"
                 assert r["launches"] >= r["lower_bound"] > 0
                 assert r["total_ms"] > 0 and r["flops"] > 0
+            if r["system"] == "acrobat":
+                assert r["min_bytes"] > 0  # the roofline's least traffic
     assert any(r["system"] == "sgemm" and r["gflops"] > 0 for r in quick_rows)
+    assert any(r["system"] == "stream" and r["gbps"] > 0 for r in quick_rows)
     assert {r["model"] for r in quick_rows if r["system"] == "hand-batched"} == {
         "treelstm",
         "birnn",
@@ -268,7 +275,7 @@ def test_a_grid_row_is_measured_interleaved(monkeypatch, tmp_path):
         "hand-batched",
     }
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    loads = {r["load_avg"] for r in rows if r["system"] != "sgemm"}
+    loads = {r["load_avg"] for r in rows if r["system"] not in ("sgemm", "stream")}
     assert len(loads) == 1  # one measurement: one load record for the whole row
 
 
@@ -346,3 +353,63 @@ def test_dynet_is_measured_interleaved_in_its_own_processes(monkeypatch, tmp_pat
     assert "total_ms" not in depth
     assert len(made) == 3 and all(p.proc is None for p in made)  # every worker closed
     assert not threads._TURNS.pids  # and no longer counted
+
+
+def test_roofline_explains_a_missed_row_and_tables_every_row():
+    """A row over the no-lose line says how near it and the faster other come to the
+    machine's floor (its FLOPs at the SGEMM rate, its least bytes at the copy rate); the
+    summary's roofline table has every acrobat row, with the larger floor deciding."""
+    from acrobat.bench.report import roofline, summary, targets
+
+    limits = [
+        {"system": "sgemm", "model": "-", "size": "2048^3", "batch": 0, "gflops": 100.0},
+        {"system": "stream", "model": "-", "size": "copy", "batch": 0, "gbps": 10.0},
+    ]
+    a = {**_row("acrobat", "acrobat", 110.0, model="berxit", batch=8)}
+    a.update(flops=5e9, min_bytes=2e8)  # 50 ms of FLOPs, 20 ms of bytes
+    rows = [*limits, a, _row("acrobat", "eager", 100.0, "berxit", 8)]
+    rows.append(_row("eager-numpy", "-", 104.0, "berxit", 8))
+    rl = roofline(a, 100.0, 10.0)
+    assert rl["bound"] == "compute" and rl["compute_ms"] == pytest.approx(50.0)
+    assert rl["memory_ms"] == pytest.approx(20.0) and rl["of_bound"] == pytest.approx(50 / 110)
+    text = targets(rows)
+    assert "= 1.10 (MISSED, target <= 1.05); roofline: 5 GFLOP, compute-bound" in text
+    assert "floor 50 ms: acrobat at 45% of it, the faster other at 50%" in text
+    table = summary(rows)
+    line = next(x for x in table.splitlines() if x.startswith("| berxit | small | 8 | 5 |"))
+    assert "| 200 | 50 | 20 | 110 | 45% | 50% |" in line
+    # memory-bound when the bytes take longer; no limits rows: no roofline, no error
+    b = {**a, "flops": 1e8, "min_bytes": 5e9}
+    assert roofline(b, 100.0, 10.0)["bound"] == "memory"
+    assert roofline(a, None, None) is None and "roofline" not in targets(rows[2:])
+
+
+def test_executed_bytes_counts_weights_per_launch_and_tensors_per_node():
+    """The least traffic of a run: each launch reads its kernel's weights once, and each
+    node its tensor inputs and outputs once (computed here from the kernels' signatures)."""
+    import math
+
+    import numpy as np
+
+    from acrobat.bench.harness import executed_bytes, stream_limit
+    from acrobat.ir.types import TensorType
+    from acrobat.trace import KernelLaunched
+
+    spec = acrobat.models.load("treelstm", "tiny")
+    prog = acrobat.compile(spec.module, spec.params)
+    res = acrobat.run(prog, spec.instances(3, seed=1), strategy="batched")
+    launches = res.trace.of(KernelLaunched)
+    assert launches
+
+    def nbytes(ty):
+        return math.prod(ty.shape) * np.dtype(ty.dtype).itemsize
+
+    want = 0
+    for e in launches:
+        ks = [prog.kernels[k] for k in e.kernel.split("+")]
+        want += sum(prog.params[w].nbytes for k in ks for w in k.weights)
+        node = sum(nbytes(t) if isinstance(t, TensorType) else 8 for _, t, _ in ks[0].params)
+        want += e.size * (node + sum(nbytes(t) for t in ks[0].outputs))
+    assert executed_bytes(prog, res) == want > 0
+    row = stream_limit(mib=4, runs=2)
+    assert row["system"] == "stream" and row["gbps"] > 0
