@@ -153,7 +153,10 @@ def _fits(m: Module, value: Any, ty: Type) -> bool:
 def _checker(m: Module, ty: Type):
     """``fits(value) -> bool`` for values of ``ty``: what it needs (field tables, the native
     maker, the leaf check) found once, for checking many values."""
-    if type(ty) is TensorType or type(ty) is ScalarType:  # a leaf: nothing to walk
+    if type(ty) is TensorType:  # a leaf: _mismatch's test, its constants made once
+        shape, dtype = ty.shape, np.dtype(ty.dtype)
+        return lambda v: isinstance(v, np.ndarray) and v.shape == shape and v.dtype == dtype
+    if type(ty) is ScalarType:
         return lambda value: _mismatch(m, value, ty) is None
     cache = _tables(m)
     maker = native.adt_maker(AdtValue)

@@ -184,25 +184,34 @@ class Executor:
     def upload_many(self, vids: list[int], values: list[np.ndarray]) -> None:
         """:meth:`upload` of every ``values[i]`` as value ``vids[i]`` (ids ascending): on
         host arenas, the tensors of one shape and dtype copied into their arena's rows
-        with one ``np.stack`` (DRNN small b64: 128 input tensors, 4 -> 1 us each); the
-        rows are the ones :meth:`upload` one by one would give."""
+        with one ``np.concatenate`` (DRNN small b64: 128 input tensors, 4 -> 1 us each); the
+        rows are the ones :meth:`upload` one by one would give; ``vids`` any sequence of ints
+        (a range)."""
         if not vids:
             return
         if self.backend.xp is not np:
             for vid, value in zip(vids, values):
                 self.upload(vid, value)
             return
-        groups: dict[tuple, list[int]] = {}
-        for i, value in enumerate(values):
-            groups.setdefault((value.shape, value.dtype), []).append(i)
+        shape, dtype = values[0].shape, values[0].dtype
+        if all(v.shape == shape and v.dtype == dtype for v in values):
+            groups = {(shape, dtype): None}  # (None: every value, in order)
+        else:
+            groups = {}
+            for i, value in enumerate(values):
+                groups.setdefault((value.shape, value.dtype), []).append(i)
         self.reserve(max(vids) + 1)
         ids = np.asarray(vids, np.int64)
-        for idx in groups.values():
-            a = self._upload_arena(values[idx[0]])
-            n = len(idx)
+        for (shape, _), idx in groups.items():
+            mine, group = (ids, values) if idx is None else (ids[idx], [values[i] for i in idx])
+            a = self._upload_arena(group[0])
+            n = len(group)
             r0 = a.alloc(n)
-            np.stack([values[i].reshape(-1) for i in idx], out=a.buf[r0 : r0 + n])
-            mine = ids[idx]
+            rows = a.buf[r0 : r0 + n]
+            if shape:  # one concatenate along the first axis: (n * d0, ...) is (n, d0, ...)
+                np.concatenate(group, out=rows.reshape((n * shape[0],) + shape[1:]))
+            else:  # scalars
+                np.stack(group, out=rows.reshape(n))
             self.row_of[mine] = np.arange(r0, r0 + n)
             self.arena_of[mine] = self.arena_index[id(a)]
 

@@ -15,6 +15,7 @@ namespace, arenas) is prepared once, by :func:`prepare`, and reused by every run
 from __future__ import annotations
 
 import gc
+import math
 import os
 import sys
 import time
@@ -32,6 +33,7 @@ from acrobat.codegen.host_c import MODULE_PLACEHOLDER
 from acrobat.codegen.records import ARGS, INST, OUT, STRIDE, float_bits
 from acrobat.codegen.twins import find_twins
 from acrobat.errors import AcrobatNameError, InstanceError
+from acrobat.ir.types import TensorType
 from acrobat.ir.values import AdtValue, entry_args_all
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
@@ -397,6 +399,16 @@ class Runtime:
         self.default_limit, self.limit_read_at = 0, -1e9
         self.tensor_params = [has_tensor(m, p.ty) for p in m.main.params]
         self.tensor_inputs = any(self.tensor_params)
+        # every parameter a tensor (DRNN's two root vectors): an instance's value ids are
+        # the next ones in parameter order, and its bytes are known from the types
+        self.tensor_entry = bool(m.main.params) and all(
+            isinstance(p.ty, TensorType) for p in m.main.params
+        )
+        self.entry_bytes = (
+            sum(math.prod(p.ty.shape) * np.dtype(p.ty.dtype).itemsize for p in m.main.params)
+            if self.tensor_entry
+            else 0
+        )
         self.tensor_output = has_tensor(m, m.main.ret)
         self.direct_program = prog.direct_program  # the direct strategy's program
         self.direct: DirectRunner | None = None  # made on the first direct run
@@ -535,19 +547,28 @@ class Runtime:
         m, ex = self.module, self.executor
         checked = entry_args_all(m, instances)
         upload = [self.params[w] for w in self.host.weight_values]
-        inputs = array_bytes(checked) if self.tensor_inputs else 0
+        if self.tensor_entry:  # (checked: arrays of the parameters' shapes and dtypes)
+            inputs = len(checked) * self.entry_bytes
+        else:
+            inputs = array_bytes(checked) if self.tensor_inputs else 0
         self.pool.check(inputs + sum(a.nbytes for a in upload))
-        nv = 0
-        args_list = []
-        pending = _PendingUploads()  # the tensors, uploaded together below
-        for args in checked:
-            conv = []
-            for p, a, tensors in zip(m.main.params, args, self.tensor_params):
-                if tensors:
-                    a, nv = to_handles(m, a, p.ty, pending, nv)
-                conv.append(a)
-            args_list.append(conv)
-        ex.upload_many(pending.vids, pending.values)
+        if self.tensor_entry:  # no walk: value ids in order, instance by instance
+            n_p = len(m.main.params)
+            nv = len(checked) * n_p
+            args_list = [list(range(i, i + n_p)) for i in range(0, nv, n_p)]
+            ex.upload_many(range(nv), [a for args in checked for a in args])
+        else:
+            nv = 0
+            args_list = []
+            pending = _PendingUploads()  # the tensors, uploaded together below
+            for args in checked:
+                conv = []
+                for p, a, tensors in zip(m.main.params, args, self.tensor_params):
+                    if tensors:
+                        a, nv = to_handles(m, a, p.ty, pending, nv)
+                    conv.append(a)
+                args_list.append(conv)
+            ex.upload_many(pending.vids, pending.values)
         for name, value in zip(self.host.weight_values, upload):
             ex.upload(nv, value)
             st.weights[name] = nv

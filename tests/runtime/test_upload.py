@@ -85,3 +85,31 @@ def test_runs_with_unusual_input_layouts_give_the_same_results():
     got = acrobat.run(prog, odd, strategy="batched").outputs
     for i, (w, g) in enumerate(zip(want, got)):
         assert acrobat.values_equal(g, w, rtol=0, atol=0), f"instance {i}"
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (4,), ()])
+def test_upload_many_of_one_shape_in_any_layout(shape):
+    """Values of one shape and dtype (one concatenate, or one stack for 0-d) land in the
+    rows one-by-one uploads give, whatever their layout: contiguous, Fortran-ordered,
+    strided views."""
+    rng = np.random.default_rng(3)
+
+    def layout(i):
+        a = rng.standard_normal(shape).astype(np.float32)
+        if i % 3 == 1 and a.ndim == 2:
+            return np.asfortranarray(a)
+        if i % 3 == 2 and a.ndim:
+            return np.repeat(a, 2, axis=-1)[..., ::2]
+        return a
+
+    values = [layout(i) for i in range(7)]
+    vids = list(range(2, 9))
+    one, many = _fresh_executor(), _fresh_executor()
+    for vid, v in zip(vids, values):
+        one.upload(vid, v)
+    many.upload_many(range(2, 9), values)
+    ids = np.array(vids)
+    assert np.array_equal(one.row_of[ids], many.row_of[ids])
+    assert np.array_equal(one.arena_of[ids], many.arena_of[ids])
+    for vid, v in zip(vids, values):
+        assert np.array_equal(many.read(vid), v) and many.read(vid).shape == v.shape
