@@ -1298,54 +1298,119 @@ static PyObject *hs_take_records(PyObject *self, PyObject *arg) {
     return out;
 }
 
-/* take_all(alloc, widths) -> tuple: per kernel k, its rows recorded since the last take
-   (then dropped) as alloc((rows, widths[k])), an int64 array this fills; None where k
-   recorded no row. A fiber program's flush takes them all in one call, into arrays that
-   own their memory (no bytearray and memoryview per kernel, which an untraced run keeps
-   with its DFGs until it ends: objects for the cycle collector's pass after it) */
-static PyObject *hs_take_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    hs_t *st = (hs_t *)self;
-    if (nargs != 2 || !PyTuple_Check(args[1]) || PyTuple_GET_SIZE(args[1]) != N_KERNELS) {
-        PyErr_SetString(PyExc_TypeError, "take_all(alloc, widths: a tuple per kernel)");
+/* take_all(alloc, widths[, groups]) -> tuple: per kernel k, its rows recorded since the
+   last take (then dropped) as alloc((rows, widths[k])), an int64 array this fills; None
+   where k recorded no row. A fiber program's flush takes them all in one call, into arrays
+   that own their memory (no bytearray and memoryview per kernel, which an untraced run
+   keeps with its DFGs until it ends: objects for the cycle collector's pass after it).
+   groups (twin kernels, Executor.join_twins): a tuple of member tuples; then the tuple has
+   one more item per group, its members' rows in member order, each with its member's
+   place as one more column, and a member's own item is None (what join_twins makes, with
+   no array per member: ~15 us a flush in Python, caches cold after the kernels) */
+static int64_t *take_array(PyObject *alloc, Py_ssize_t rows, Py_ssize_t w, PyObject **arr) {
+    *arr = PyObject_CallFunction(alloc, "((nn))", rows, w);
+    Py_buffer view;
+    if (*arr == NULL || PyObject_GetBuffer(*arr, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        Py_CLEAR(*arr);
         return NULL;
     }
-    PyObject *out = PyTuple_New(N_KERNELS);
+    int64_t *data = view.buf;
+    int ok = view.len == rows * w * (Py_ssize_t)sizeof(int64_t) && view.itemsize == 8;
+    PyBuffer_Release(&view); /* the array owns its memory: data stays valid while it lives */
+    if (!ok) {
+        Py_CLEAR(*arr);
+        PyErr_SetString(PyExc_ValueError, "take_all: alloc must make int64 arrays");
+        return NULL;
+    }
+    return data;
+}
+
+static PyObject *hs_take_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    hs_t *st = (hs_t *)self;
+    PyObject *groups = nargs == 3 ? args[2] : NULL;
+    if ((nargs != 2 && nargs != 3) || !PyTuple_Check(args[1]) ||
+        PyTuple_GET_SIZE(args[1]) != N_KERNELS || (groups != NULL && !PyTuple_Check(groups))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "take_all(alloc, widths: a tuple per kernel[, groups: a tuple])");
+        return NULL;
+    }
+    Py_ssize_t n_g = groups != NULL ? PyTuple_GET_SIZE(groups) : 0;
+    Py_ssize_t width[N_KERNELS > 0 ? N_KERNELS : 1];
+    int grouped[N_KERNELS > 0 ? N_KERNELS : 1];
+    for (Py_ssize_t k = 0; k < N_KERNELS; k++) {
+        grouped[k] = 0;
+        width[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[1], k));
+        if (width[k] <= 0 || st->rec[k].len % width[k] != 0) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "take_all: kernel %zd's rows are not %zd wide", k,
+                             width[k]);
+            return NULL;
+        }
+    }
+    for (Py_ssize_t g = 0; g < n_g; g++) { /* every member once, of its group's width */
+        PyObject *mem = PyTuple_GET_ITEM(groups, g);
+        if (!PyTuple_Check(mem) || PyTuple_GET_SIZE(mem) == 0) {
+            PyErr_SetString(PyExc_TypeError, "take_all: a group is a tuple of kernels");
+            return NULL;
+        }
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(mem); j++) {
+            Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(mem, j));
+            Py_ssize_t k0 = PyLong_AsSsize_t(PyTuple_GET_ITEM(mem, 0));
+            if (k < 0 || k >= N_KERNELS || k0 < 0 || k0 >= N_KERNELS || grouped[k] ||
+                width[k] != width[k0]) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_ValueError,
+                                    "take_all: a group's members are distinct kernels of one "
+                                    "width, each in one group");
+                return NULL;
+            }
+            grouped[k] = 1;
+        }
+    }
+    PyObject *out = PyTuple_New(N_KERNELS + n_g);
     if (out == NULL)
         return NULL;
     for (Py_ssize_t k = 0; k < N_KERNELS; k++) {
         PyObject *arr = Py_None;
         Py_ssize_t len = st->rec[k].len;
-        if (len > 0) {
-            Py_ssize_t w = PyLong_AsSsize_t(PyTuple_GET_ITEM(args[1], k));
-            if (w <= 0 || len % w != 0) {
-                if (!PyErr_Occurred())
-                    PyErr_Format(PyExc_ValueError, "take_all: kernel %zd's rows are not %zd wide",
-                                 k, w);
+        if (len > 0 && !grouped[k]) {
+            int64_t *data = take_array(args[0], len / width[k], width[k], &arr);
+            if (data == NULL) {
                 Py_DECREF(out);
                 return NULL;
             }
-            arr = PyObject_CallFunction(args[0], "((nn))", len / w, w);
-            Py_buffer view;
-            if (arr == NULL ||
-                PyObject_GetBuffer(arr, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
-                Py_XDECREF(arr);
-                Py_DECREF(out);
-                return NULL;
-            }
-            if (view.len != len * (Py_ssize_t)sizeof(int64_t) || view.itemsize != 8) {
-                PyBuffer_Release(&view);
-                Py_DECREF(arr);
-                Py_DECREF(out);
-                PyErr_SetString(PyExc_ValueError, "take_all: alloc must make int64 arrays");
-                return NULL;
-            }
-            memcpy(view.buf, st->rec[k].data, (size_t)view.len);
-            PyBuffer_Release(&view);
+            memcpy(data, st->rec[k].data, (size_t)len * sizeof(int64_t));
             st->rec[k].len = 0;
         } else {
             Py_INCREF(arr);
         }
         PyTuple_SET_ITEM(out, k, arr);
+    }
+    for (Py_ssize_t g = 0; g < n_g; g++) {
+        PyObject *mem = PyTuple_GET_ITEM(groups, g), *arr = Py_None;
+        Py_ssize_t n_m = PyTuple_GET_SIZE(mem), rows = 0;
+        Py_ssize_t w = width[PyLong_AsSsize_t(PyTuple_GET_ITEM(mem, 0))];
+        for (Py_ssize_t j = 0; j < n_m; j++)
+            rows += st->rec[PyLong_AsSsize_t(PyTuple_GET_ITEM(mem, j))].len / w;
+        if (rows > 0) {
+            int64_t *data = take_array(args[0], rows, w + 1, &arr);
+            if (data == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            for (Py_ssize_t j = 0; j < n_m; j++) {
+                rbuf_t *r = &st->rec[PyLong_AsSsize_t(PyTuple_GET_ITEM(mem, j))];
+                for (Py_ssize_t i = 0; i < r->len / w; i++) {
+                    memcpy(data, r->data + i * w, (size_t)w * sizeof(int64_t));
+                    data[w] = j;
+                    data += w + 1;
+                }
+                r->len = 0;
+            }
+        } else {
+            Py_INCREF(arr);
+        }
+        PyTuple_SET_ITEM(out, N_KERNELS + g, arr);
     }
     return out;
 }
@@ -1599,8 +1664,9 @@ static PyMethodDef hs_methods[] = {
     {"take_records", hs_take_records, METH_O,
      "take_records(k): kernel k's rows since the last take, int64; then dropped"},
     {"take_all", (PyCFunction)(void (*)(void))hs_take_all, METH_FASTCALL,
-     "take_all(alloc, widths) -> tuple: every kernel's rows since the last take as "
-     "alloc((rows, width)) (then dropped), None for one with no rows"},
+     "take_all(alloc, widths[, groups]) -> tuple: every kernel's rows since the last take "
+     "as alloc((rows, width)) (then dropped), None for one with no rows; with groups, "
+     "each twin group's members' rows joined (a member column), the members None"},
     {"run_fibers", (PyCFunction)(void (*)(void))hs_run_fibers, METH_FASTCALL,
      "run_fibers(arguments, depth, flush, read_all) -> (results, passes)"},
     {"callback_failed", hs_callback_failed, METH_NOARGS,

@@ -374,6 +374,15 @@ class Runtime:
                     self.sources["+".join(k.name for k in members)] = made[1]
                 groups.append((t.members, made[0] if made else None))
         self.executor = Executor(self.kernels, self.fns, self.pool, self.backend, groups)
+        # twin groups' members, for the compiled fiber program's take_all to join their
+        # records as Executor.join_twins does (None: no groups); a flush's empty records
+        # per DFG kernel (the groups' after the program's)
+        self.twin_members = tuple(tuple(m) for m, _ in groups) or None
+        self.no_dfg_records = self.no_records + [
+            np.zeros((0, self.widths[m[0]] + 1), np.int64) for m, _ in groups
+        ]
+        for r in self.no_dfg_records:
+            r.flags.writeable = False
         self.level_table = kernel_table(self.executor.info)  # the native scheduler's table
         # BLAS threads per run (acrobat/runtime/threads.py); only host kernels call a BLAS
         self.threads = ThreadPlan(
@@ -691,8 +700,11 @@ class Runtime:
 
         widths = tuple(self.widths)
 
+        # twins joined as the records are taken (then no Executor.join_twins a flush)
+        take = (native.new_int64s, widths) + ((self.twin_members,) if self.twin_members else ())
+
         def flush():
-            st.arrays = hs.take_all(native.new_int64s, widths)
+            st.arrays = hs.take_all(*take)
             self.flush(st)
 
         try:
@@ -707,7 +719,7 @@ class Runtime:
             st.next_value = python_next_value
             st.stats.host_code = f"python ({why}; the python program ran instead)"
             return None
-        st.arrays = hs.take_all(native.new_int64s, widths)
+        st.arrays = hs.take_all(*take)
         st.stats.host_code = "c"
         return raw
 
@@ -718,7 +730,10 @@ class Runtime:
         t1 = time.perf_counter()
         recs = self.no_records[:]
         nodes = 0
+        joined = False
         if st.arrays is not None:  # the C host program's records
+            if len(st.arrays) > len(recs):  # twins joined by take_all: per DFG kernel
+                recs, joined = self.no_dfg_records[:], True
             for k, r in enumerate(st.arrays):
                 if r is not None and len(r):
                     if r.ndim == 1:  # flat (the C program's records() at the end of a run)
@@ -733,7 +748,7 @@ class Runtime:
                 lst.clear()
         if not nodes:  # e.g. a second read of a value the last pass made: nothing to run
             return
-        if ex.groups:  # twin kernels' nodes go to their group kernel
+        if ex.groups and not joined:  # twin kernels' nodes go to their group kernel
             recs = ex.join_twins(recs)
         dfg = DFG(ex.info, recs)
         t2 = time.perf_counter()

@@ -461,6 +461,49 @@ def test_take_all_fills_arrays_that_own_their_memory():
 
 
 @needs_native
+def test_take_all_joins_twin_groups_as_join_twins_does():
+    """With the twin groups, take_all gives what ``Executor.join_twins`` makes of its
+    plain take (each group's members' rows in member order, a member column; the members
+    empty), flush for flush; groups it cannot join are refused."""
+    spec, prog, joined_hs, widths = _drnn_host()
+    _, _, plain_hs, _ = _drnn_host()
+    rt = prepare(prog, "numpy")
+    assert rt.twin_members  # DRNN's first-child and next-sibling steps are twins
+    joined, plain = [], []
+
+    def answers(ops, vids):  # every decision "yes": full trees, both members recorded
+        return [0.5] * len(vids)
+
+    args = [[0, 1], [2, 3], [4, 5]]
+    joined_hs.run_fibers(
+        args,
+        1,
+        lambda: joined.append(joined_hs.take_all(native.new_int64s, widths, rt.twin_members)),
+        answers,
+    )
+    plain_hs.run_fibers(
+        args, 1, lambda: plain.append(plain_hs.take_all(native.new_int64s, widths)), answers
+    )
+    assert len(joined) == len(plain) > 1
+    twin_rows = 0
+    for got, took in zip(joined, plain):
+        want = rt.executor.join_twins(
+            [r if r is not None else rt.no_records[k] for k, r in enumerate(took)]
+        )
+        got = [r if r is not None else rt.no_dfg_records[k] for k, r in enumerate(got)]
+        assert len(got) == len(want) == len(widths) + len(rt.twin_members)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and np.array_equal(g, w)
+        twin_rows += sum(len(g) for g in got[len(widths) :])
+    assert twin_rows
+    for bad in (((0, 0),), ((0, 99),), ((0,), (0, 2))):  # a kernel twice, out of range
+        with pytest.raises(ValueError):
+            joined_hs.take_all(native.new_int64s, widths, bad)
+    with pytest.raises(TypeError):
+        joined_hs.take_all(native.new_int64s, widths, [(0, 2)])  # not a tuple
+
+
+@needs_native
 @pytest.mark.parametrize(
     "bad",
     [
