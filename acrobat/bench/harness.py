@@ -17,7 +17,7 @@ does for the batch), ``kernel_ms`` (inside the kernel calls); ``host_share`` and
 ``host_us_per_launch`` as :class:`acrobat.runtime.run.RunStats` defines them (host time =
 ``total_ms - kernel_ms``), ``gen_sched_share`` = ``(gen_ms + sched_ms) / total_ms``. Model FLOPs count the kernels actually executed (per instance,
 summed), so GFLOP/s are comparable across policies and baselines on the same inputs;
-``min_bytes`` is the least memory traffic of those kernels (:func:`executed_bytes`). The
+``min_bytes`` is those kernels' compulsory memory traffic (:func:`executed_bytes`). The
 grid's first rows are the machine's limits, a single large SGEMM (``sgemm``, GFLOP/s) and
 a large copy (``stream``, GB/s): the report's roofline.
 """
@@ -70,13 +70,13 @@ def executed_flops(prog, res) -> int:
 
 
 def executed_bytes(prog, res) -> int:
-    """The fewest bytes the run's kernels could move through memory (the roofline's
-    traffic, from the trace's launches): per launch, its weights once and each node's
-    tensor inputs and outputs once (a host argument: 8 bytes). A twin group's launch
-    (``a+b``) counts every member's weights. What a kernel's intermediates and gathers
-    move comes on top, so a run moves at least this."""
+    """The run's compulsory memory traffic (the roofline's bytes, from the trace's
+    launches): every weight its kernels read, once, and each node's tensor inputs and
+    outputs once (a host argument: 8 bytes). A twin group's launch (``a+b``) reads every
+    member's weights. Re-reads that miss the caches come on top; weights still cached
+    from the run before can come cheaper, so the floor this gives is for cold caches."""
     per_node: dict[str, int] = {}
-    per_launch: dict[str, int] = {}
+    weights: set[str] = set()
     total = 0
     for e in res.trace.of(KernelLaunched):
         name = e.kernel
@@ -87,11 +87,9 @@ def executed_bytes(prog, res) -> int:
                 _type_bytes(ty) if isinstance(ty, TensorType) else 8 for _, ty, _ in spec.params
             )
             per_node[name] = ins + sum(_type_bytes(ty) for ty in spec.outputs)
-            per_launch[name] = sum(
-                prog.params[w].nbytes for k in members for w in k.weights if w in prog.params
-            )
-        total += per_launch[name] + e.size * per_node[name]
-    return total
+            weights.update(w for k in members for w in k.weights if w in prog.params)
+        total += e.size * per_node[name]
+    return total + sum(prog.params[w].nbytes for w in weights)
 
 
 def _type_bytes(ty) -> int:

@@ -157,8 +157,9 @@ def limits(rows: list[dict]) -> tuple[float | None, float | None]:
 
 def roofline(row: dict, peak: float | None, bw: float | None) -> dict | None:
     """Where a configuration's arithmetic puts its floor on this machine: ``compute_ms``
-    (its kernels' FLOPs at the single-SGEMM rate), ``memory_ms`` (their least traffic,
-    ``min_bytes``, at the copy bandwidth), ``bound_ms`` the larger, ``bound`` which, and
+    (its kernels' FLOPs at the single-SGEMM rate), ``memory_ms`` (their compulsory traffic,
+    ``min_bytes``, at the copy bandwidth: cold caches), ``bound_ms`` the larger, ``bound``
+    which, and
     ``of_bound`` = bound / the row's median time (1.0: at the roof). None without FLOPs or
     limits."""
     flops, t = row.get("flops"), row.get("total_ms")
@@ -177,7 +178,7 @@ def roofline(row: dict, peak: float | None, bw: float | None) -> dict | None:
 
 
 def roofline_table(rows: list[dict]) -> str:
-    """Per (model, size, batch): the acrobat row's FLOPs and least bytes, the floor they
+    """Per (model, size, batch): the acrobat row's FLOPs and compulsory bytes, the floor they
     set on this machine, and how near acrobat and the faster of the eager policy and the
     per-instance loop come to it (the same arithmetic: the same instances and math)."""
     peak, bw = limits(rows)
@@ -186,9 +187,9 @@ def roofline_table(rows: list[dict]) -> str:
     head = (
         f"Roofline (single SGEMM {peak:.0f} GFLOP/s"
         + (f", copy {bw:.1f} GB/s" if bw else "")
-        + "; the floor is the larger of the FLOPs at that rate and the least bytes at that "
-        "bandwidth):\n\n"
-        "| model | size | batch | GFLOP | least MB | compute floor ms | memory floor ms "
+        + "; the floor is the larger of the FLOPs at that rate and the compulsory bytes, every "
+        "weight once and every node's tensors once, at that bandwidth):\n\n"
+        "| model | size | batch | GFLOP | compulsory MB | compute floor ms | memory floor ms "
         "| acrobat ms | acrobat at | best of eager / per-instance at |\n" + "|" + "---|" * 10
     )
     lines = [head]
