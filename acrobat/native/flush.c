@@ -31,8 +31,10 @@
  *             a kernel raises (the caller reports an embedding id out of range by its
  *             instance)
  *   sync      None, or a callable timed with each kernel call
- * Arenas are Python objects with ``top`` (rows in use), ``alloc(n)`` (grow by n rows; the
- * buffer may move) and ``buf`` (a [rows, width] array, read after growing). An input in a
+ * Arenas are Python objects with ``top`` (rows in use), ``peak`` (the most rows used),
+ * ``alloc(n)`` (take n more rows; the buffer may move) and ``buf`` (a [rows, width] array,
+ * read after growing); where the buffer has room, top and peak are set here as alloc
+ * would set them (a Python call per arena and flush saved). An input in a
  * block of consecutive rows is passed as a view of it; otherwise as (arena buf, rows) and
  * n * row bytes count as copied. A batch of no nodes is not launched. Kernel seconds are
  * CLOCK_MONOTONIC (time.perf_counter's clock on Linux) around each call and its sync.
@@ -77,7 +79,7 @@ typedef struct {
 
 /* attribute names, made once (PyObject_GetAttrString makes a str each call: ~0.3 ms a
    StackRNN run of 569 launches) */
-static PyObject *S_TOP, *S_BUF, *S_ALLOC, *S_RESHAPE;
+static PyObject *S_TOP, *S_BUF, *S_ALLOC, *S_RESHAPE, *S_PEAK;
 static PyObject *KW_OUT, *KW_OUT_SEGS; /* a launch's keyword names: (out,), (out, _segs) */
 
 static int names_ready(void) {
@@ -87,7 +89,8 @@ static int names_ready(void) {
     S_BUF = PyUnicode_InternFromString("buf");
     S_ALLOC = PyUnicode_InternFromString("alloc");
     S_RESHAPE = PyUnicode_InternFromString("reshape");
-    if (!(S_TOP && S_BUF && S_ALLOC && S_RESHAPE))
+    S_PEAK = PyUnicode_InternFromString("peak");
+    if (!(S_TOP && S_BUF && S_ALLOC && S_RESHAPE && S_PEAK))
         return -1;
     KW_OUT = Py_BuildValue("(s)", "out");
     KW_OUT_SEGS = KW_OUT == NULL ? NULL : Py_BuildValue("(ss)", "out", "_segs");
@@ -116,6 +119,14 @@ static PyObject *input_buf(buf_cache_t *c, PyObject *arena) {
         c->n++;
     }
     return buf;
+}
+
+/* obj.name = v (an int) */
+static int set_ssize(PyObject *obj, PyObject *name, Py_ssize_t v) {
+    PyObject *x = PyLong_FromSsize_t(v);
+    int r = x == NULL ? -1 : PyObject_SetAttr(obj, name, x);
+    Py_XDECREF(x);
+    return r;
 }
 
 static double mono_s(void) {
@@ -429,6 +440,23 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
         Py_DECREF(top);
         if (now == -1 && PyErr_Occurred())
             goto done;
+        a->buf = PyObject_GetAttr(a->arena, S_BUF);
+        Py_ssize_t room = a->buf == NULL ? -1 : PyObject_Length(a->buf);
+        if (room < 0)
+            goto done;
+        if (a->top <= room) { /* Arena.alloc without growing: top and peak (no Python call) */
+            if (set_ssize(a->arena, S_TOP, a->top) < 0)
+                goto done;
+            PyObject *peak = PyObject_GetAttr(a->arena, S_PEAK);
+            Py_ssize_t was = peak == NULL ? -1 : PyLong_AsSsize_t(peak);
+            Py_XDECREF(peak);
+            if (was == -1 && PyErr_Occurred())
+                goto done;
+            if (a->top > was && set_ssize(a->arena, S_PEAK, a->top) < 0)
+                goto done;
+            continue;
+        }
+        Py_CLEAR(a->buf);
         PyObject *grow = PyLong_FromSsize_t(a->top - now);
         PyObject *r = grow == NULL ? NULL : PyObject_CallMethodOneArg(a->arena, S_ALLOC, grow);
         Py_XDECREF(grow);

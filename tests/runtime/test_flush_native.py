@@ -117,6 +117,8 @@ def test_native_flush_makes_the_same_calls(model, policy):
         assert len(calls[path]) == out[path][0]["launches"]
         (s1, o1, r1, a1), (s2, o2, r2, a2) = out["python"], out[path]
         assert s1["bytes_gathered"] == s2["bytes_gathered"]
+        # the arenas' rows: the native flushes set top and peak where a buffer has room
+        assert s1["peak_arena_bytes"] == s2["peak_arena_bytes"] > 0
         assert (s1["launches"], s1["passes"], s1["nodes"]) == (
             s2["launches"],
             s2["passes"],
