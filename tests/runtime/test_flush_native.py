@@ -287,8 +287,15 @@ def test_a_failed_launch_of_a_kernel_without_host_ids_reports_its_records(levele
     with pytest.raises(RuntimeError, match="kernel failed"):
         if leveled:
             ex.native_schedule_flush(
-                dfg.records, runtime.level_table, KEY, OUT, STRIDE, *common,
-                native.new_int64s, failed, None,
+                dfg.records,
+                runtime.level_table,
+                KEY,
+                OUT,
+                STRIDE,
+                *common,
+                native.new_int64s,
+                failed,
+                None,
             )
         else:
             ex.native_flush(batches, dfg.records, *common, OUT, native.new_int64s, failed, None)
