@@ -324,20 +324,28 @@ def baseline_case(kind: str, model: str, size: str, batch: int, seed: int = 0) -
     return Case(fn, make_row)
 
 
-def sgemm_limit(n: int = 2048, runs: int = 5) -> dict[str, Any]:
-    """The machine's single large SGEMM rate: the physical limit line."""
-    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
-    times, _ = timed(lambda: a @ a, runs, 1)
+def _limit_row(system: str, size: str, fn: Callable[[], Any], runs: int, **rate) -> dict:
+    """A row of one of the machine's limits: ``fn``'s median time over ``runs`` (after one
+    warm-up), and ``rate``, one keyword: the rate's name and the work of one call (FLOPs,
+    bytes), given as billions a second (GFLOP/s, GB/s)."""
+    times, _ = timed(fn, runs, 1)
     ms = statistics.median(times)
+    ((name, work),) = rate.items()
     return {
-        "system": "sgemm",
+        "system": system,
         "model": "-",
-        "size": f"{n}^3",
+        "size": size,
         "batch": 0,
         "policy": "-",
         "total_ms": ms,
-        "gflops": 2 * n**3 / (ms * 1e6),
+        name: work / (ms * 1e6),
     }
+
+
+def sgemm_limit(n: int = 2048, runs: int = 5) -> dict[str, Any]:
+    """The machine's single large SGEMM rate: the physical limit line."""
+    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    return _limit_row("sgemm", f"{n}^3", lambda: a @ a, runs, gflops=2 * n**3)
 
 
 def stream_limit(mib: int = 256, runs: int = 5) -> dict[str, Any]:
@@ -345,17 +353,7 @@ def stream_limit(mib: int = 256, runs: int = 5) -> dict[str, Any]:
     read plus bytes written, per second): the roofline's other line."""
     a = np.ones(mib * 2**20 // 4, np.float32)
     b = np.empty_like(a)
-    times, _ = timed(lambda: np.copyto(b, a), runs, 1)
-    ms = statistics.median(times)
-    return {
-        "system": "stream",
-        "model": "-",
-        "size": f"copy {mib} MiB",
-        "batch": 0,
-        "policy": "-",
-        "total_ms": ms,
-        "gbps": 2 * a.nbytes / (ms * 1e6),
-    }
+    return _limit_row("stream", f"copy {mib} MiB", lambda: np.copyto(b, a), runs, gbps=2 * a.nbytes)
 
 
 LIMIT_SYSTEMS = ("sgemm", "stream")
