@@ -22,8 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from acrobat.ir.nodes import Function, Let
 from acrobat.ir.types import TensorType, TupleType, Type
 
@@ -34,7 +32,7 @@ where the measured per-instance time stops improving (see the module docstring).
 
 def _tensor_bytes(t: Type | None) -> int:
     if isinstance(t, TensorType):
-        return t.size * np.dtype(t.dtype).itemsize
+        return t.nbytes
     if isinstance(t, TupleType):
         return sum(_tensor_bytes(f) for f in t.fields)
     return 0

@@ -12,7 +12,6 @@ from acrobat.baselines.measure import measure
 from acrobat.baselines.peers.runner import STRATEGIES, DynetPeer, PeerFailed, run_torch
 from acrobat.bench.harness import (
     ACROBAT_METRICS,
-    LIMIT_SYSTEMS,
     Case,
     acrobat_case,
     baseline_case,
@@ -21,6 +20,7 @@ from acrobat.bench.harness import (
     sgemm_limit,
     stream_limit,
 )
+from acrobat.bench.report import LIMIT_SYSTEMS
 from acrobat.models import MODEL_NAMES
 from acrobat.passes.options import OPTIMIZATIONS
 from acrobat.runtime.schedule import policy_names

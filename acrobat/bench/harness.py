@@ -83,20 +83,13 @@ def executed_bytes(prog, res) -> int:
         if name not in per_node:
             members = [prog.kernels[k] for k in name.split("+")]
             spec = members[0]
-            ins = sum(
-                _type_bytes(ty) if isinstance(ty, TensorType) else 8 for _, ty, _ in spec.params
+            ins = sum(ty.nbytes if isinstance(ty, TensorType) else 8 for _, ty, _ in spec.params)
+            per_node[name] = ins + sum(
+                ty.nbytes for ty in spec.outputs if isinstance(ty, TensorType)
             )
-            per_node[name] = ins + sum(_type_bytes(ty) for ty in spec.outputs)
             weights.update(w for k in members for w in k.weights if w in prog.params)
         total += e.size * per_node[name]
     return total + sum(prog.params[w].nbytes for w in weights)
-
-
-def _type_bytes(ty) -> int:
-    """Bytes of a value of a tensor type (0 for any other type)."""
-    if not isinstance(ty, TensorType):
-        return 0
-    return math.prod(ty.shape) * np.dtype(ty.dtype).itemsize
 
 
 def blas_fields(stats=None) -> dict[str, Any]:
@@ -354,10 +347,6 @@ def stream_limit(mib: int = 256, runs: int = 5) -> dict[str, Any]:
     a = np.ones(mib * 2**20 // 4, np.float32)
     b = np.empty_like(a)
     return _limit_row("stream", f"copy {mib} MiB", lambda: np.copyto(b, a), runs, gbps=2 * a.nbytes)
-
-
-LIMIT_SYSTEMS = ("sgemm", "stream")
-"""Rows of the machine's limits, not of a configuration."""
 
 
 def finite(row: dict[str, Any]) -> bool:

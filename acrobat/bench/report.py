@@ -10,7 +10,9 @@ from pathlib import Path
 
 from acrobat.errors import MissingExtraError
 
-LIMIT_SYSTEMS = ("sgemm", "stream")  # the machine's limits (acrobat.bench.harness)
+LIMIT_SYSTEMS = ("sgemm", "stream")
+"""Rows of the machine's limits (``acrobat.bench.harness``: ``sgemm_limit``,
+``stream_limit``), not of a configuration."""
 
 COLUMNS = (
     "model",
@@ -159,9 +161,8 @@ def roofline(row: dict, peak: float | None, bw: float | None) -> dict | None:
     """Where a configuration's arithmetic puts its floor on this machine: ``compute_ms``
     (its kernels' FLOPs at the single-SGEMM rate), ``memory_ms`` (their compulsory traffic,
     ``min_bytes``, at the copy bandwidth: cold caches), ``bound_ms`` the larger, ``bound``
-    which, and
-    ``of_bound`` = bound / the row's median time (1.0: at the roof). None without FLOPs or
-    limits."""
+    which, and ``of_bound`` = bound / the row's median time (1.0: at the roof). None
+    without FLOPs or limits."""
     flops, t = row.get("flops"), row.get("total_ms")
     if not flops or not t or not peak:
         return None

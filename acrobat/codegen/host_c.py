@@ -1353,9 +1353,9 @@ static PyObject *hs_take_all(PyObject *self, PyObject *const *args, Py_ssize_t n
             PyErr_SetString(PyExc_TypeError, "take_all: a group is a tuple of kernels");
             return NULL;
         }
+        Py_ssize_t k0 = PyLong_AsSsize_t(PyTuple_GET_ITEM(mem, 0));
         for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(mem); j++) {
             Py_ssize_t k = PyLong_AsSsize_t(PyTuple_GET_ITEM(mem, j));
-            Py_ssize_t k0 = PyLong_AsSsize_t(PyTuple_GET_ITEM(mem, 0));
             if (k < 0 || k >= N_KERNELS || k0 < 0 || k0 >= N_KERNELS || grouped[k] ||
                 width[k] != width[k0]) {
                 if (!PyErr_Occurred())

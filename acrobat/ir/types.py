@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 DTYPES = ("float32", "float64", "int32", "int64")
 
 
@@ -36,6 +38,11 @@ class TensorType(Type):
         for d in self.shape:
             n *= d
         return n
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of one value of this type."""
+        return self.size * np.dtype(self.dtype).itemsize
 
 
 @dataclass(frozen=True, slots=True)

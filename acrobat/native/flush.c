@@ -68,7 +68,7 @@ typedef struct {
     Py_buffer recbuf;      /* (host ids' columns) or a failure is reported */
     int has_rec;
     int64_t *rowsp;        /* [n_t, T]: each tensor input's rows (owned) */
-    Py_ssize_t n_t;        /* tensor inputs */
+    Py_ssize_t n_t;        /* tensor inputs (counted with the records) */
     PyObject *rows;        /* rowsp as an array (owned), made when a launch first passes */
                            /* (arena buf, rows) pairs: rows not one block */
     Py_ssize_t *starts;    /* nb * n tensor inputs: first row of a block, or -1 */
@@ -503,10 +503,10 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
            plain buffer (made an array only if a launch fails: new_i64 per kernel and
            flush was ~0.4 ms a StackRNN run) */
         PyObject *ins_k = PyTuple_GET_ITEM(sp, 2);
-        int host_ids = 0;
+        j->n_t = 0; /* tensor inputs (the others take host ids) */
         for (Py_ssize_t a = 0; a < PyTuple_GET_SIZE(ins_k); a++)
-            host_ids |= PyTuple_GET_ITEM(PyTuple_GET_ITEM(ins_k, a), 1) == Py_None;
-        if (host_ids) {
+            j->n_t += PyTuple_GET_ITEM(PyTuple_GET_ITEM(ins_k, a), 1) != Py_None;
+        if (j->n_t < PyTuple_GET_SIZE(ins_k)) { /* host ids */
             j->rec = new_i64(alloc, j->T, W, 1, &j->recbuf);
             if (j->rec == NULL) {
                 PyBuffer_Release(&tb);
@@ -617,21 +617,18 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
         if (j->nb == 0)
             continue;
         PyObject *ins = PyTuple_GET_ITEM(PySequence_Fast_GET_ITEM(specs, k), 2);
-        Py_ssize_t n_args = PyTuple_GET_SIZE(ins), n_t = 0;
+        Py_ssize_t n_args = PyTuple_GET_SIZE(ins), n_t = j->n_t;
         j->cols = PyMem_Calloc(n_args ? n_args : 1, sizeof(PyObject *));
         j->rowv = PyMem_Calloc(n_args ? n_args : 1, sizeof(PyObject *));
         if (j->cols == NULL || j->rowv == NULL) {
             PyErr_NoMemory();
             goto done;
         }
-        for (Py_ssize_t a = 0; a < n_args; a++)
-            n_t += PyTuple_GET_ITEM(PyTuple_GET_ITEM(ins, a), 1) != Py_None;
         j->starts = PyMem_Calloc(n_t > 0 ? j->nb * n_t : 1, sizeof(Py_ssize_t));
         if (j->starts == NULL) {
             PyErr_NoMemory();
             goto done;
         }
-        j->n_t = n_t;
         if (n_t) {
             j->rowsp = PyMem_Malloc((size_t)(n_t * j->T ? n_t * j->T : 1) * sizeof(int64_t));
             if (j->rowsp == NULL) {

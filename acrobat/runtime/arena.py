@@ -36,6 +36,8 @@ class Arena:
         self.peak = 0
 
     def alloc(self, n: int) -> int:
+        # acrobat/native/flush.c takes rows where the buffer has room by setting top and
+        # peak itself, as here (no Python call per arena and flush): keep the two in step
         start = self.top
         end = start + n
         if end > self.buf.shape[0]:

@@ -15,7 +15,6 @@ namespace, arenas) is prepared once, by :func:`prepare`, and reused by every run
 from __future__ import annotations
 
 import gc
-import math
 import os
 import sys
 import time
@@ -413,11 +412,7 @@ class Runtime:
         self.tensor_entry = bool(m.main.params) and all(
             isinstance(p.ty, TensorType) for p in m.main.params
         )
-        self.entry_bytes = (
-            sum(math.prod(p.ty.shape) * np.dtype(p.ty.dtype).itemsize for p in m.main.params)
-            if self.tensor_entry
-            else 0
-        )
+        self.entry_bytes = sum(p.ty.nbytes for p in m.main.params) if self.tensor_entry else 0
         self.tensor_output = has_tensor(m, m.main.ret)
         self.direct_program = prog.direct_program  # the direct strategy's program
         self.direct: DirectRunner | None = None  # made on the first direct run
