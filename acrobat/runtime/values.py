@@ -81,11 +81,18 @@ def from_handles(m: Module, value: Any, ty: Type, store: ValueStore):
     return from_handles_all(m, [value], ty, store)[0]
 
 
-def from_handles_all(m: Module, values: list, ty: Type, store: ValueStore) -> list:
+def from_handles_all(
+    m: Module, values: list, ty: Type, store: ValueStore, heads: list | None = None
+) -> list:
     """:func:`from_handles` of many results of one type, with one read of all their
     tensors: ``store.read_many(ids)`` when the store has it (the executor: one gather per
     arena), else ``store.read`` per id. The walk over each value is made once per
-    (module, type) and reused (see :func:`_walker`)."""
+    (module, type) and reused (see :func:`_walker`). ``heads``: what :func:`list_heads`
+    gave for ``values`` (then the lists are not walked again)."""
+    if heads is not None:
+        out = _lists_from_heads(heads, store)
+        if out is not None:
+            return out
     walk = _walker(m, ty)
     if walk is None:
         return list(values)
@@ -125,6 +132,40 @@ def _lists_of_tensors(values: list, store: ValueStore) -> list | None:
             return None
         new, at = made
         out.append(new)
+    return out
+
+
+def list_heads(m: Module, ty: Type, values: list) -> list | None:
+    """Each value's elements when ``ty`` is a list of tensors (``Cons``/``Nil``, each
+    head a value id) and the native maker is on, else None. Meant for right after the
+    host program made the values, while their cells are in cache: BiRNN small b64's 64
+    lists of 1,289 heads took 0.05 ms there against 0.31 ms after the kernels had run
+    (the cells are scattered objects; the walk is a chain of cache misses)."""
+    walk = _walker(m, ty)
+    maker = native.adt_maker(AdtValue)
+    if walk is None or maker is None or not getattr(walk[1], "list_of_tensors", False):
+        return None
+    items = maker.items
+    try:
+        return [items(v) for v in values]
+    except TypeError:  # a value the maker does not make: the general walk decides
+        return None
+
+
+def _lists_from_heads(heads: list, store: ValueStore) -> list | None:
+    """:func:`from_handles_all` of lists of tensors whose heads :func:`list_heads` took:
+    one read of every tensor, then new lists made in C from the arrays (no walk of the
+    old cells). None without ``store.read_many`` or the native maker."""
+    maker = native.adt_maker(AdtValue)
+    read_many = getattr(store, "read_many", None)
+    if maker is None or read_many is None:
+        return None
+    arrays = read_many([i for h in heads for i in h])
+    make, out, at = maker.list, [], 0
+    for h in heads:
+        n = len(h)
+        out.append(make(arrays[at : at + n]))
+        at += n
     return out
 
 

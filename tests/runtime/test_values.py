@@ -11,6 +11,7 @@ from acrobat.runtime.values import (
     from_handles,
     from_handles_all,
     has_tensor,
+    list_heads,
     to_handles,
 )
 from tests.runtime.helpers import spec
@@ -176,3 +177,57 @@ def test_linear_values_of_one_tensor_per_node_round_trip_in_order():
     for b, v in zip(back, values):
         assert acrobat.values_equal(b, v)
     assert back[3][2].fields[0] == 4  # the int beside the tensor is kept
+
+
+class ManyStore(DictStore):
+    """A store with ``read_many`` (as the executor has): the path ``heads`` takes."""
+
+    def read_many(self, vids):
+        return [self.read(v) for v in vids]
+
+
+def test_list_heads_taken_early_rebuild_the_lists_as_the_walk_does():
+    """:func:`list_heads` of lists of tensors (empty, one, many, very long) and
+    ``from_handles_all(..., heads)`` give the values the general walk gives; other types
+    (a chain, a tuple holding lists) have no heads and keep the walk."""
+    m = acrobat.parse(LINEAR_SRC)
+    lst, chain = m.main.params[0].ty, m.main.params[1].ty
+    rng = np.random.default_rng(1)
+    values = [
+        acrobat.from_list([rng.standard_normal(3).astype(np.float32) for _ in range(n)])
+        for n in (0, 1, 4, 20000)
+    ]
+    store = ManyStore()
+    handles, nv = [], 0
+    for v in values:
+        h, nv = to_handles(m, v, lst, store, nv)
+        handles.append(h)
+    heads = list_heads(m, lst, handles)
+    if heads is None:  # no native module: nothing taken, the walk decides
+        assert acrobat.native.adt_maker(acrobat.AdtValue) is None
+    else:
+        assert [len(h) for h in heads] == [0, 1, 4, 20000]
+        assert heads[2] == acrobat.to_list(handles[2])
+    back = from_handles_all(m, handles, lst, store, heads)
+    walked = from_handles_all(m, handles, lst, store)
+    for b, w, v in zip(back, walked, values):
+        assert acrobat.values_equal(b, v) and acrobat.values_equal(w, v)
+    assert list_heads(m, chain, handles[:0]) is None  # not a Cons/Nil list of tensors
+    tup = TupleType((lst, lst))
+    assert list_heads(m, tup, [(handles[1], handles[2])]) is None
+
+
+def test_list_of_tensor_outputs_equal_the_interpreter_on_both_host_programs():
+    """A program returning a list of tensors (BiRNN), run with the Python and the C host
+    program: outputs equal the interpreter's, empty sequences included."""
+    s = spec("birnn")
+    prog = acrobat.compile(s.module, s.params)
+    xs = s.instances(6, 0) + [acrobat.from_list([])]
+    refs = [acrobat.evaluate(s.module, x, s.params) for x in xs]
+    runtime = acrobat.runtime.run.prepare(prog, "numpy")
+    for mode in ("0", "1"):
+        runtime.host_c_mode = mode
+        res = acrobat.run(prog, xs, strategy="batched")
+        assert (res.stats.host_code == "c") == (mode == "1" and runtime.host_c is not None)
+        for got, ref in zip(res.outputs, refs):
+            assert acrobat.values_equal(got, ref, rtol=1e-4, atol=1e-5)
