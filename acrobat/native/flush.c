@@ -878,3 +878,329 @@ PyObject *acrobat_schedule_flush(PyObject *self, PyObject *const *args, Py_ssize
     acrobat_plan_free(&plan);
     return result;
 }
+
+/* fiber_flush(take, take_args, next_value, executor, blank, table, KEY, OUT, STRIDE,
+ *             specs, alloc, sync, slow, read_answers, reads_python, ARGMAX, mem_limit,
+ *             max_out, schedule) -> FiberFlush
+ * A compiled fiber program's flushes without Python per flush (Runtime.record_c_fibers,
+ * acrobat/runtime/run.py). Called with no arguments when every fiber waits, it does what
+ * the runtime's flush closure and Runtime.flush do on their common path, in C:
+ *   records = take(*take_args)   the host program's rows since the last flush (take_all),
+ *                                per DFG kernel; each kernel's slot of ``blank`` (its empty
+ *                                records) where it recorded nothing
+ *   no rows: nothing to do
+ *   room and memory              next_value() must fit executor.row_of, and with a memory
+ *                                limit the run's bound (mem_bound, the rows in use when last
+ *                                counted plus max_out bytes per node recorded since) must stay
+ *                                under it; otherwise (rare) slow(records, nodes) runs
+ *                                Runtime.flush's general path on these records
+ *   schedule(records, ...)       schedule_flush (the executor's native_schedule_flush): the
+ *                                acrobat policy's schedule and the launches in one call;
+ *                                where it declines, slow(records, nodes) runs the records
+ * and keeps the statistics Runtime.flush keeps (bytes gathered, kernel, schedule, DFG and
+ * execution seconds, launches, nodes, the time in flushes) and each fast pass's records
+ * (``passes``: the run's DFGs are made from them once it is over). A kernel that raises
+ * sets failed[0] as schedule_flush does; the exception propagates (the runtime reports an
+ * embedding id out of range by its instance).
+ * Its read_all(ops, vids) answers a round of reads by read_answers (plan.c) on the
+ * executor's arenas as they are now, else by reads_python(ops, vids). */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *take, *take_args, *next_value, *executor, *blank, *table, *KEY, *OUT, *STRIDE;
+    PyObject *specs, *alloc, *failed, *sync, *slow, *read_answers, *reads_python, *ARGMAX;
+    PyObject *schedule; /* schedule_flush (the executor's: normally this module's) */
+    PyObject *passes; /* list: each fast pass's records */
+    long long mem_limit, mem_bound, max_out;
+    long long gathered, launches, nodes, fast, slow_calls;
+    double kernel_s, sched_s, gen_s, exe_s, flush_s;
+} fflush_t;
+
+static PyObject *S_ROW_OF, *S_ARENA_OF, *S_ARENA_LIST;
+
+static int fflush_names(void) {
+    if (S_ARENA_LIST != NULL)
+        return 0;
+    if (names_ready() < 0)
+        return -1;
+    S_ROW_OF = PyUnicode_InternFromString("row_of");
+    S_ARENA_OF = PyUnicode_InternFromString("arena_of");
+    S_ARENA_LIST = PyUnicode_InternFromString("arena_list");
+    return (S_ROW_OF && S_ARENA_OF && S_ARENA_LIST) ? 0 : -1;
+}
+
+static PyObject *fflush_slow(fflush_t *ff, PyObject *recs, Py_ssize_t nodes) {
+    ff->slow_calls++;
+    PyObject *n = PyLong_FromSsize_t(nodes);
+    if (n == NULL)
+        return NULL;
+    PyObject *r = PyObject_CallFunctionObjArgs(ff->slow, recs, n, NULL);
+    Py_DECREF(n);
+    return r;
+}
+
+static PyObject *fflush_call(PyObject *self, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames) {
+    fflush_t *ff = (fflush_t *)self;
+    (void)args;
+    if (PyVectorcall_NARGS(nargsf) != 0 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "a FiberFlush takes no arguments");
+        return NULL;
+    }
+    PyObject *taken = PyObject_Call(ff->take, ff->take_args, NULL);
+    if (taken == NULL)
+        return NULL;
+    double t1 = mono_s();
+    PyObject *recs = NULL, *result = NULL, *row_of = NULL, *arena_of = NULL, *nv = NULL;
+    PyObject *seq = PySequence_Fast(taken, "take must return a sequence");
+    Py_DECREF(taken);
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n_k = PyList_GET_SIZE(ff->blank);
+    if (PySequence_Fast_GET_SIZE(seq) != n_k) {
+        PyErr_SetString(PyExc_ValueError, "take gave records for another number of kernels");
+        goto done;
+    }
+    recs = PyList_New(n_k);
+    if (recs == NULL)
+        goto done;
+    Py_ssize_t nodes = 0;
+    for (Py_ssize_t k = 0; k < n_k; k++) {
+        PyObject *r = PySequence_Fast_GET_ITEM(seq, k);
+        Py_ssize_t len = 0;
+        if (r != Py_None) {
+            len = PyObject_Length(r);
+            if (len < 0)
+                goto done;
+        }
+        PyList_SET_ITEM(recs, k, Py_NewRef(len > 0 ? r : PyList_GET_ITEM(ff->blank, k)));
+        nodes += len;
+    }
+    if (nodes == 0) { /* e.g. a second read of a value the last pass made */
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    /* room for the value ids recorded (Executor.reserve) and the memory bound
+       (Runtime.check_memory): the slow path where either needs Python */
+    nv = PyObject_CallNoArgs(ff->next_value);
+    row_of = nv == NULL ? NULL : PyObject_GetAttr(ff->executor, S_ROW_OF);
+    arena_of = row_of == NULL ? NULL : PyObject_GetAttr(ff->executor, S_ARENA_OF);
+    if (arena_of == NULL)
+        goto done;
+    long long need = PyLong_AsLongLong(nv);
+    Py_ssize_t cap = PyObject_Length(row_of);
+    if ((need == -1 && PyErr_Occurred()) || cap < 0)
+        goto done;
+    long long extra = (long long)nodes * ff->max_out;
+    int fits = need <= (long long)cap;
+    if (fits && ff->mem_limit >= 0)
+        fits = ff->mem_bound >= 0 && ff->mem_bound + extra <= ff->mem_limit;
+    if (!fits) {
+        double t = mono_s();
+        ff->gen_s += t - t1;
+        ff->flush_s += t - t1;
+        result = fflush_slow(ff, recs, nodes);
+        goto done;
+    }
+    double t2 = mono_s();
+    PyObject *fargs[11] = {recs,     ff->table, ff->KEY,   ff->OUT,    ff->STRIDE, ff->specs,
+                           row_of,   arena_of,  ff->alloc, ff->failed, ff->sync};
+    PyObject *got = PyObject_Vectorcall(ff->schedule, fargs, 11, NULL);
+    if (got == NULL)
+        goto done;
+    if (got == Py_None) { /* the native scheduler declined: Python schedules them */
+        Py_DECREF(got);
+        double t = mono_s();
+        ff->gen_s += t2 - t1;
+        ff->sched_s += t - t2;
+        ff->flush_s += t - t1;
+        result = fflush_slow(ff, recs, nodes);
+        goto done;
+    }
+    long long moved = 0;
+    double kernel_s = 0.0, sched_s = 0.0;
+    Py_ssize_t nb = 0;
+    int ok = PyArg_ParseTuple(got, "Ldnd", &moved, &kernel_s, &nb, &sched_s);
+    Py_DECREF(got);
+    if (!ok)
+        goto done;
+    if (ff->mem_limit >= 0)
+        ff->mem_bound += extra;
+    if (PyList_Append(ff->passes, recs) < 0)
+        goto done;
+    double t4 = mono_s();
+    ff->gathered += moved;
+    ff->kernel_s += kernel_s;
+    ff->launches += nb;
+    ff->nodes += nodes;
+    ff->fast++;
+    ff->gen_s += t2 - t1;
+    ff->sched_s += sched_s;
+    ff->exe_s += (t4 - t2) - sched_s;
+    ff->flush_s += t4 - t1;
+    result = Py_NewRef(Py_None);
+done:
+    Py_DECREF(seq);
+    Py_XDECREF(recs);
+    Py_XDECREF(nv);
+    Py_XDECREF(row_of);
+    Py_XDECREF(arena_of);
+    return result;
+}
+
+/* ff.read_all(ops, vids): a round of fiber reads (Executor.answer_reads) */
+static PyObject *fflush_read_all(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    fflush_t *ff = (fflush_t *)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "read_all(ops, vids)");
+        return NULL;
+    }
+    if (ff->read_answers != Py_None) {
+        PyObject *arenas = PyObject_GetAttr(ff->executor, S_ARENA_LIST);
+        PyObject *row_of = arenas == NULL ? NULL : PyObject_GetAttr(ff->executor, S_ROW_OF);
+        PyObject *arena_of = row_of == NULL ? NULL : PyObject_GetAttr(ff->executor, S_ARENA_OF);
+        PyObject *got = NULL;
+        if (arena_of != NULL) {
+            PyObject *rargs[6] = {arenas, args[0], args[1], row_of, arena_of, ff->ARGMAX};
+            got = PyObject_Vectorcall(ff->read_answers, rargs, 6, NULL);
+        }
+        Py_XDECREF(arenas);
+        Py_XDECREF(row_of);
+        Py_XDECREF(arena_of);
+        if (got == NULL || got != Py_None)
+            return got;
+        Py_DECREF(got);
+    }
+    return PyObject_Vectorcall(ff->reads_python, args, 2, NULL);
+}
+
+static int fflush_traverse(PyObject *self, visitproc visit, void *arg) {
+    fflush_t *ff = (fflush_t *)self;
+    Py_VISIT(ff->take);
+    Py_VISIT(ff->take_args);
+    Py_VISIT(ff->next_value);
+    Py_VISIT(ff->executor);
+    Py_VISIT(ff->blank);
+    Py_VISIT(ff->specs);
+    Py_VISIT(ff->alloc);
+    Py_VISIT(ff->failed);
+    Py_VISIT(ff->sync);
+    Py_VISIT(ff->slow);
+    Py_VISIT(ff->read_answers);
+    Py_VISIT(ff->reads_python);
+    Py_VISIT(ff->passes);
+    Py_VISIT(ff->schedule);
+    return 0;
+}
+
+static int fflush_clear(PyObject *self) {
+    fflush_t *ff = (fflush_t *)self;
+    Py_CLEAR(ff->take);
+    Py_CLEAR(ff->take_args);
+    Py_CLEAR(ff->next_value);
+    Py_CLEAR(ff->executor);
+    Py_CLEAR(ff->blank);
+    Py_CLEAR(ff->table);
+    Py_CLEAR(ff->KEY);
+    Py_CLEAR(ff->OUT);
+    Py_CLEAR(ff->STRIDE);
+    Py_CLEAR(ff->specs);
+    Py_CLEAR(ff->alloc);
+    Py_CLEAR(ff->failed);
+    Py_CLEAR(ff->sync);
+    Py_CLEAR(ff->slow);
+    Py_CLEAR(ff->read_answers);
+    Py_CLEAR(ff->reads_python);
+    Py_CLEAR(ff->ARGMAX);
+    Py_CLEAR(ff->passes);
+    Py_CLEAR(ff->schedule);
+    return 0;
+}
+
+static void fflush_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
+    fflush_clear(self);
+    PyObject_GC_Del(self);
+}
+
+#include <structmember.h>
+static PyMemberDef fflush_members[] = {
+    {"passes", T_OBJECT, offsetof(fflush_t, passes), READONLY, "each fast pass's records"},
+    {"failed", T_OBJECT, offsetof(fflush_t, failed), READONLY,
+     "[x]: (batch, record rows, kernel) of a kernel that raised"},
+    {"mem_bound", T_LONGLONG, offsetof(fflush_t, mem_bound), 0,
+     "bytes the arenas may hold (-1: not counted yet; Runtime.check_memory's bound)"},
+    {"gathered", T_LONGLONG, offsetof(fflush_t, gathered), READONLY, "bytes copied"},
+    {"launches", T_LONGLONG, offsetof(fflush_t, launches), READONLY, "launches"},
+    {"nodes", T_LONGLONG, offsetof(fflush_t, nodes), READONLY, "nodes run"},
+    {"fast", T_LONGLONG, offsetof(fflush_t, fast), READONLY, "flushes done here"},
+    {"slow_calls", T_LONGLONG, offsetof(fflush_t, slow_calls), READONLY,
+     "flushes given to slow"},
+    {"kernel_s", T_DOUBLE, offsetof(fflush_t, kernel_s), READONLY, "kernel seconds"},
+    {"sched_s", T_DOUBLE, offsetof(fflush_t, sched_s), READONLY, "schedule seconds"},
+    {"gen_s", T_DOUBLE, offsetof(fflush_t, gen_s), READONLY, "seconds making the records"},
+    {"exe_s", T_DOUBLE, offsetof(fflush_t, exe_s), READONLY, "execution seconds"},
+    {"flush_s", T_DOUBLE, offsetof(fflush_t, flush_s), READONLY,
+     "seconds in flushes (here and in slow), take excluded"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyMethodDef fflush_methods[] = {
+    {"read_all", (PyCFunction)(void (*)(void))fflush_read_all, METH_FASTCALL,
+     "read_all(ops, vids) -> answers: a round of fiber reads"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject fflush_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_acrobat_native.FiberFlush",
+    .tp_basicsize = sizeof(fflush_t),
+    .tp_dealloc = fflush_dealloc,
+    .tp_vectorcall_offset = offsetof(fflush_t, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = fflush_traverse,
+    .tp_clear = fflush_clear,
+    .tp_doc = "a compiled fiber program's flush, run in C (fiber_flush)",
+    .tp_members = fflush_members,
+    .tp_methods = fflush_methods,
+};
+
+PyObject *acrobat_fiber_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 19 || !PyTuple_Check(args[1]) || !PyList_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "fiber_flush(take, take_args: tuple, next_value, executor, blank: list, "
+                        "table, KEY, OUT, STRIDE, specs, alloc, sync, slow, read_answers, "
+                        "reads_python, ARGMAX, mem_limit, max_out, schedule)");
+        return NULL;
+    }
+    if (fflush_names() < 0 || PyType_Ready(&fflush_type) < 0)
+        return NULL;
+    long long mem_limit = PyLong_AsLongLong(args[16]), max_out = PyLong_AsLongLong(args[17]);
+    if (PyErr_Occurred())
+        return NULL;
+    fflush_t *ff = PyObject_GC_New(fflush_t, &fflush_type);
+    if (ff == NULL)
+        return NULL;
+    ff->vectorcall = fflush_call;
+    PyObject **slots[] = {&ff->take,   &ff->take_args, &ff->next_value, &ff->executor,
+                          &ff->blank,  &ff->table,     &ff->KEY,        &ff->OUT,
+                          &ff->STRIDE, &ff->specs,     &ff->alloc,      &ff->sync,
+                          &ff->slow,   &ff->read_answers, &ff->reads_python, &ff->ARGMAX};
+    for (int i = 0; i < 16; i++)
+        *slots[i] = Py_NewRef(args[i]);
+    ff->failed = Py_BuildValue("[O]", Py_None);
+    ff->passes = PyList_New(0);
+    ff->mem_limit = mem_limit;
+    ff->mem_bound = -1;
+    ff->max_out = max_out;
+    ff->schedule = Py_NewRef(args[18]);
+    ff->gathered = ff->launches = ff->nodes = ff->fast = ff->slow_calls = 0;
+    ff->kernel_s = ff->sched_s = ff->gen_s = ff->exe_s = ff->flush_s = 0.0;
+    if (ff->failed == NULL || ff->passes == NULL) {
+        Py_DECREF(ff);
+        return NULL;
+    }
+    PyObject_GC_Track(ff);
+    return (PyObject *)ff;
+}

@@ -1108,6 +1108,7 @@ PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t na
 /* sched.c: the acrobat policy's leveling scheduler */
 PyObject *acrobat_list_schedule(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *acrobat_schedule_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *acrobat_fiber_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* values.c: ADT values made and walked in C for the host program */
 PyObject *acrobat_adt_maker(PyObject *self, PyObject *cls);
 
@@ -1137,6 +1138,11 @@ static PyMethodDef methods[] = {
      "failed, sync) -> (bytes copied, kernel seconds, launches, schedule seconds) | None: "
      "list_schedule and "
      "run_flush in one call, no Python object per batch (flush.c)"},
+    {"fiber_flush", (PyCFunction)(void (*)(void))acrobat_fiber_flush, METH_FASTCALL,
+     "fiber_flush(take, take_args, next_value, executor, blank, table, KEY, OUT, STRIDE, "
+     "specs, alloc, sync, slow, read_answers, reads_python, ARGMAX, mem_limit, max_out, "
+     "schedule) -> "
+     "FiberFlush: a compiled fiber program's flushes and reads without Python (flush.c)"},
     {"adt_maker", acrobat_adt_maker, METH_O,
      "adt_maker(cls) -> maker: maker(ctor, fields) makes cls's value in C (values.c)"},
     {"park", park, METH_NOARGS, "the helper thread sleeps until the next two-thread call"},

@@ -29,9 +29,9 @@ from acrobat import native
 from acrobat.backends import get_backend
 from acrobat.codegen.host import LOOP_MESSAGE
 from acrobat.codegen.host_c import MODULE_PLACEHOLDER
-from acrobat.codegen.records import ARGS, INST, OUT, STRIDE, float_bits
+from acrobat.codegen.records import ARGS, INST, KEY, OUT, READ_ARGMAX, STRIDE, float_bits
 from acrobat.codegen.twins import find_twins
-from acrobat.errors import AcrobatNameError, InstanceError
+from acrobat.errors import AcrobatNameError, IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType
 from acrobat.ir.values import AdtValue, entry_args_all
 from acrobat.runtime.arena import ArenaPool
@@ -704,15 +704,28 @@ class Runtime:
 
         # twins joined as the records are taken (then no Executor.join_twins a flush)
         take = (native.new_int64s, widths) + ((self.twin_members,) if self.twin_members else ())
+        ff = self.fiber_flush(st, hs, take)
+        if ff is not None:  # the common flush in C (native fiber_flush), no Python per flush
+            flush, read_all = ff, ff.read_all
+        else:
 
-        def flush():
-            st.arrays = hs.take_all(*take)
-            self.flush(st)
+            def flush():
+                st.arrays = hs.take_all(*take)
+                self.flush(st)
+
+            read_all = self.executor.answer_reads
 
         try:
-            raw, _ = hs.run_fibers(args_list, self.base, flush, self.executor.answer_reads)
+            try:
+                raw, _ = hs.run_fibers(args_list, self.base, flush, read_all)
+            finally:
+                if ff is not None:
+                    self.fiber_flush_done(st, ff)
         except Exception as err:
             if hs.callback_failed():
+                if ff is not None and isinstance(err, IndexOutOfRange) and ff.failed[0]:
+                    _, rec, k = ff.failed[0]  # (as Executor._flush_call reports it)
+                    raise self.executor._embedding_error(k, rec, err) from None
                 raise
             why = f"the c run stopped: {type(err).__name__}: {err}"
             if st.passes:
@@ -725,10 +738,71 @@ class Runtime:
         st.stats.host_code = "c"
         return raw
 
+    def fiber_flush(self, st: _RunState, hs, take: tuple):
+        """The compiled fiber program's flush as one native object (``fiber_flush`` in
+        acrobat/native/flush.c), or None where the run needs the Python flush (traced, a
+        policy other than the native acrobat one, no native module). It does what the
+        flush closure and :meth:`flush` do where all is as usual (the records taken, room
+        for their value ids, the memory bound under the limit, the native scheduler
+        taking them) and hands the records to :meth:`flush_records` otherwise. Python per
+        flush cost ~10 us in a StackRNN run (~100 flushes) with its caches cold."""
+        make = getattr(native.load(), "fiber_flush", None)
+        if make is None or not st.leveled_native:
+            return None
+        ex = self.executor
+        joined = bool(self.twin_members)
+        limit = self.pool.limit
+        ff = None
+
+        def slow(recs: list, nodes: int) -> None:
+            st.mem_bound = ff.mem_bound
+            try:
+                self.flush_records(st, recs, nodes, joined, time.perf_counter())
+            finally:
+                ff.mem_bound = st.mem_bound
+
+        ff = make(
+            hs.take_all,
+            take,
+            hs.next_value,
+            ex,
+            self.no_dfg_records if joined else self.no_records,
+            self.level_table,
+            KEY,
+            OUT,
+            STRIDE,
+            ex.flush_specs,
+            native.new_int64s,
+            ex.sync,
+            slow,
+            ex.native_reads,
+            ex.answer_reads,
+            READ_ARGMAX,
+            -1 if limit is None else int(limit),
+            int(ex.max_out_bytes),
+            ex.native_schedule_flush,
+        )
+        ff.mem_bound = st.mem_bound
+        return ff
+
+    def fiber_flush_done(self, st: _RunState, ff) -> None:
+        """The statistics and passes of the flushes ``ff`` ran, into the run's."""
+        stats = st.stats
+        stats.bytes_gathered += ff.gathered
+        stats.kernel_ms += ff.kernel_s * 1e3
+        stats.gen_ms += ff.gen_s * 1e3
+        stats.sched_ms += ff.sched_s * 1e3
+        stats.exe_ms += ff.exe_s * 1e3
+        stats.launches += ff.launches
+        stats.nodes += ff.nodes
+        st.flush_s += ff.flush_s
+        st.mem_bound = ff.mem_bound
+        info = self.executor.info
+        st.passes.extend((DFG(info, recs), None) for recs in ff.passes)
+
     def flush(self, st: _RunState) -> None:
         """Schedule and execute every node recorded since the last flush: records ->
         DFG -> the policy's batches -> the executor."""
-        ex, stats = self.executor, st.stats
         t1 = time.perf_counter()
         recs = self.no_records[:]
         nodes = 0
@@ -750,6 +824,12 @@ class Runtime:
                 lst.clear()
         if not nodes:  # e.g. a second read of a value the last pass made: nothing to run
             return
+        self.flush_records(st, recs, nodes, joined, t1)
+
+    def flush_records(self, st: _RunState, recs: list, nodes: int, joined: bool, t1: float) -> None:
+        """:meth:`flush` of ``recs`` (per program kernel, or per DFG kernel when
+        ``joined``), ``nodes`` rows in all, taken at ``t1``."""
+        ex, stats = self.executor, st.stats
         if ex.groups and not joined:  # twin kernels' nodes go to their group kernel
             recs = ex.join_twins(recs)
         dfg = DFG(ex.info, recs)

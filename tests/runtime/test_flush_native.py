@@ -303,3 +303,124 @@ def test_a_failed_launch_of_a_kernel_without_host_ids_reports_its_records(levele
     assert (where, kernel) == (i, k)
     assert rec.dtype == np.int64
     assert np.array_equal(rec, dfg.records[k][batches[i].nodes])
+
+
+# -- a compiled fiber program's flushes in C (fiber_flush) -------------------------------
+
+
+def _fiber_runtime(model: str):
+    """A fiber model's prepared runtime with its compiled host program, and instances."""
+    spec = load(model, "tiny")
+    prog = acrobat.compile(spec.module, spec.params)
+    runtime = prepare(prog, "numpy")
+    runtime.host_c_mode = "1"
+    return spec, prog, runtime
+
+
+def _run_both(prog, runtime, xs, **kw):
+    """``(fast, python)``: a run with the native fiber flush, then one with the Python
+    flush closure (Runtime.fiber_flush off), both untraced and batched."""
+    res = []
+    for fast in (True, False):
+        if not fast:
+            runtime.fiber_flush = lambda st, hs, take: None
+        try:
+            res.append(acrobat.run(prog, xs, strategy="batched", trace_level="off", **kw))
+        finally:
+            runtime.__dict__.pop("fiber_flush", None)
+    return res
+
+
+@pytest.mark.parametrize("model", ["stackrnn", "drnn"])
+def test_fiber_flush_equals_the_python_flush(model):
+    """StackRNN (reads every step) and DRNN (twin kernels joined as taken, spawns): the
+    flushes in C give the outputs, launches, passes, nodes, lower bound, bytes gathered
+    and arena peak of the Python flush, equal to the interpreter's values."""
+    spec, prog, runtime = _fiber_runtime(model)
+    xs = spec.instances(7, seed=5)
+    acrobat.run(prog, xs, strategy="batched", trace_level="off")  # warm-up: arenas grow
+    calls = []
+    real = runtime.fiber_flush
+
+    def counted(st, hs, take):
+        ff = real(st, hs, take)
+        calls.append(ff)
+        return ff
+
+    runtime.fiber_flush = counted
+    try:
+        fast, slow = _run_both(prog, runtime, xs)
+    finally:
+        runtime.__dict__.pop("fiber_flush", None)
+    assert fast.stats.host_code == slow.stats.host_code == "c"
+    (ff,) = [f for f in calls if f is not None]
+    assert ff.fast > 0  # (the run's last flush, after the fibers, is Runtime.flush's)
+    assert ff.fast + ff.slow_calls <= fast.stats.passes <= ff.fast + ff.slow_calls + 1
+    for key in ("launches", "passes", "nodes", "lower_bound", "bytes_gathered"):
+        assert fast.stats[key] == slow.stats[key], key
+    assert fast.stats.peak_arena_bytes == slow.stats.peak_arena_bytes
+    for x, a, b in zip(xs, fast.outputs, slow.outputs):
+        assert acrobat.values_equal(a, b)
+        assert acrobat.values_equal(a, spec.evaluate(x), rtol=1e-4, atol=1e-5)
+
+
+def test_fiber_flush_declined_or_out_of_room_runs_the_python_flush():
+    """Where the native scheduler declines a flush's records, or the value table has no
+    room for its ids (a fresh runtime), the records go to Runtime.flush_records: the run
+    still equals the interpreter."""
+    spec, prog, runtime = _fiber_runtime("stackrnn")
+    xs = spec.instances(5, seed=2)
+    ex = runtime.executor
+    real = ex.native_schedule_flush
+    declined = []
+
+    def decline_some(*args):
+        if len(declined) < 3:  # the first three calls: declined, nothing done
+            declined.append(True)
+            return None
+        return real(*args)
+
+    ex.native_schedule_flush = decline_some
+    try:
+        res = acrobat.run(prog, xs, strategy="batched", trace_level="off")
+    finally:
+        ex.native_schedule_flush = real
+    assert len(declined) == 3 and res.stats.host_code == "c"
+    for x, o in zip(xs, res.outputs):
+        assert acrobat.values_equal(o, spec.evaluate(x), rtol=1e-4, atol=1e-5)
+
+
+def test_fiber_flush_reports_errors_as_the_python_flush():
+    """A token id out of range (raised by a kernel inside the native flush) names the
+    same instance with the same message either way, and a memory limit too small raises
+    the same typed error; the runtime runs afterwards."""
+    spec, prog, runtime = _fiber_runtime("stackrnn")
+    xs = spec.instances(4, seed=3)
+    acrobat.run(prog, xs, strategy="batched", trace_level="off")
+    tokens = acrobat.to_list(xs[2])
+    bad = list(xs)
+    bad[2] = acrobat.from_list(tokens[:-1] + [10_000])  # past the vocabulary
+    errors = []
+    for fast in (True, False):
+        if not fast:
+            runtime.fiber_flush = lambda st, hs, take: None
+        try:
+            with pytest.raises(acrobat.InstanceError) as e:
+                acrobat.run(prog, bad, strategy="batched", trace_level="off")
+            errors.append(e.value)
+        finally:
+            runtime.__dict__.pop("fiber_flush", None)
+    assert str(errors[0]) == str(errors[1]) and errors[0].index == errors[1].index == 2
+    from acrobat.runtime.arena import ArenaLimitError
+
+    for fast in (True, False):
+        if not fast:
+            runtime.fiber_flush = lambda st, hs, take: None
+        try:
+            with pytest.raises(ArenaLimitError):
+                acrobat.run(prog, xs, strategy="batched", trace_level="off", memory_limit=4096)
+        finally:
+            runtime.__dict__.pop("fiber_flush", None)
+    res = acrobat.run(prog, xs, strategy="batched", trace_level="off")
+    for x, o in zip(xs, res.outputs):
+        assert acrobat.values_equal(o, spec.evaluate(x), rtol=1e-4, atol=1e-5)

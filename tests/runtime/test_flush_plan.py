@@ -12,6 +12,7 @@ from acrobat import native
 from acrobat.codegen.records import OUT
 from acrobat.models import load
 from acrobat.runtime.executor import Executor
+from acrobat.runtime.run import Runtime
 
 
 def _checked_plan(seen: list, planner: str):
@@ -77,6 +78,7 @@ def test_plan_equals_allocating_batch_by_batch(model, policy, planner, monkeypat
     # bookkeeping in C, is held to this path's calls in test_flush_native.py)
     monkeypatch.setattr(Executor, "run_native", lambda self, dfg, sched: None)
     monkeypatch.setattr(Executor, "run_leveled", lambda self, dfg, table: None)
+    monkeypatch.setattr(Runtime, "fiber_flush", lambda self, st, hs, take: None)
     spec = load(model, "tiny")
     xs = spec.instances(6, seed=3)
     prog = acrobat.compile(spec.module, spec.params)
