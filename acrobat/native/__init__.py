@@ -225,10 +225,18 @@ def _prune(folder: Path, suffix: str, keep: Path) -> None:
         pass
 
 
+def new_int64s(shape) -> np.ndarray:
+    """A new int64 array of ``shape`` (an int or a tuple): what the native calls that
+    return index arrays (``run_flush``, ``list_schedule``) fill. Once the native module
+    is loaded, its own ``new_int64s`` (the same ``numpy.empty`` call, made from C) takes
+    this name: the native calls make ~600 a StackRNN run."""
+    return np.empty(shape, np.int64)
+
+
 def load():
     """The native module, built or loaded on the first call; None when it is off (see
     :func:`status`). Thread-safe; failures are remembered, not retried."""
-    global _module, _status, _load_ms
+    global _module, _status, _load_ms, new_int64s
     if _status != "not loaded":
         return _module
     with _lock:
@@ -249,6 +257,7 @@ def load():
                 return None
             _module = mod
             _status = "built" if built else "loaded"
+            new_int64s = mod.new_int64s  # the same allocator, without a Python frame
         except (OSError, ImportError, subprocess.SubprocessError) as err:
             _status = f"off ({err})"
         finally:
@@ -265,12 +274,6 @@ def status() -> str:
 def load_ms() -> float:
     """What building or loading the native module cost this process, in milliseconds."""
     return _load_ms
-
-
-def new_int64s(shape) -> np.ndarray:
-    """A new int64 array of ``shape`` (an int or a tuple): what the native calls that
-    return index arrays (``run_flush``, ``list_schedule``) fill."""
-    return np.empty(shape, np.int64)
 
 
 def packable(shape: tuple[int, ...], dtype) -> bool:

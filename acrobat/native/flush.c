@@ -1204,3 +1204,26 @@ PyObject *acrobat_fiber_flush(PyObject *self, PyObject *const *args, Py_ssize_t 
     PyObject_GC_Track(ff);
     return (PyObject *)ff;
 }
+
+/* new_int64s(shape) -> numpy.empty(shape, numpy.int64): the allocator the native calls
+ * take (take_all, run_flush, list_schedule), without a Python frame per call (~600 calls
+ * a StackRNN small b64 run: ~0.14 us each saved) */
+static PyObject *NP_EMPTY, *NP_INT64;
+
+PyObject *acrobat_new_int64s(PyObject *self, PyObject *shape) {
+    (void)self;
+    if (NP_INT64 == NULL) {
+        PyObject *np = PyImport_ImportModule("numpy");
+        if (np == NULL)
+            return NULL;
+        NP_EMPTY = PyObject_GetAttrString(np, "empty");
+        NP_INT64 = NP_EMPTY == NULL ? NULL : PyObject_GetAttrString(np, "int64");
+        Py_DECREF(np);
+        if (NP_INT64 == NULL) {
+            Py_CLEAR(NP_EMPTY);
+            return NULL;
+        }
+    }
+    PyObject *args[2] = {shape, NP_INT64};
+    return PyObject_Vectorcall(NP_EMPTY, args, 2, NULL);
+}

@@ -1109,6 +1109,7 @@ PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t na
 PyObject *acrobat_list_schedule(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *acrobat_schedule_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *acrobat_fiber_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *acrobat_new_int64s(PyObject *self, PyObject *shape);
 /* values.c: ADT values made and walked in C for the host program */
 PyObject *acrobat_adt_maker(PyObject *self, PyObject *cls);
 
@@ -1143,6 +1144,8 @@ static PyMethodDef methods[] = {
      "specs, alloc, sync, slow, read_answers, reads_python, ARGMAX, mem_limit, max_out, "
      "schedule) -> "
      "FiberFlush: a compiled fiber program's flushes and reads without Python (flush.c)"},
+    {"new_int64s", acrobat_new_int64s, METH_O,
+     "new_int64s(shape) -> numpy.empty(shape, numpy.int64), called from C (flush.c)"},
     {"adt_maker", acrobat_adt_maker, METH_O,
      "adt_maker(cls) -> maker: maker(ctor, fields) makes cls's value in C (values.c)"},
     {"park", park, METH_NOARGS, "the helper thread sleeps until the next two-thread call"},

@@ -424,3 +424,16 @@ def test_fiber_flush_reports_errors_as_the_python_flush():
     res = acrobat.run(prog, xs, strategy="batched", trace_level="off")
     for x, o in zip(xs, res.outputs):
         assert acrobat.values_equal(o, spec.evaluate(x), rtol=1e-4, atol=1e-5)
+
+
+def test_new_int64s_is_numpy_empty_from_c():
+    """Once the native module is loaded, ``native.new_int64s`` is its C allocator: what
+    ``numpy.empty(shape, numpy.int64)`` gives, for an int or a tuple, and its errors."""
+    mod = native.load()
+    assert native.new_int64s is mod.new_int64s
+    for shape in (0, 5, (3, 4), (0, 7)):
+        a, b = native.new_int64s(shape), np.empty(shape, np.int64)
+        assert a.dtype == b.dtype and a.shape == b.shape and a.flags.c_contiguous
+    for bad in (-1, (2, -3), "x"):
+        with pytest.raises((ValueError, TypeError)):
+            native.new_int64s(bad)
