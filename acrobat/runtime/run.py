@@ -71,6 +71,27 @@ program is built: a build costs ~0.5 s once (then the disk cache has it), and sa
 ~0.25 ms per ms of Python host program (measured: 4-7x faster on every non-fiber model)."""
 
 
+class _LazyDFGs:
+    """A run's DFGs (``RunStats._dfgs``) in the order its passes ran: those of the native
+    fiber flush (``first``: a pass's records per DFG kernel, or the DFG of a pass it gave
+    to Python), then those of the Python flushes (``then``). A DFG is made from records
+    only when iterated (the lower bound, the gap report): a StackRNN run has ~100 passes
+    and most runs never read them."""
+
+    __slots__ = ("info", "first", "then")
+
+    def __init__(self, info, first: list, then: tuple):
+        self.info, self.first, self.then = info, first, then
+
+    def __iter__(self):
+        for x in self.first:
+            yield x if isinstance(x, DFG) else DFG(self.info, x)
+        yield from self.then
+
+    def __len__(self) -> int:
+        return len(self.first) + len(self.then)
+
+
 class _LazyBound:
     """``RunStats.lower_bound``, computed from the run's DFGs when first read: the bound
     walks every dependency of every pass, which costs more than scheduling them, and most
@@ -286,6 +307,7 @@ class _RunState:
         "leveled_native",
         "mem_bound",
         "heads",
+        "fast_records",
     )
 
     def __init__(self, runtime: Runtime, policy: str, trace_level: str):
@@ -315,6 +337,9 @@ class _RunState:
         # not counted yet this run
         self.mem_bound = -1
         self.heads: list | None = None  # a list-of-tensors result's elements (record)
+        # the passes of the native fiber flush (Runtime.fiber_flush), in order: a pass's
+        # records per DFG kernel, or the DFG of one it gave to Runtime.flush_records
+        self.fast_records: list = []
         # the built-in acrobat policy's leveled schedule, untraced, on an executor that
         # runs it in the same native call (Executor.run_leveled)
         self.leveled_native = (
@@ -728,7 +753,7 @@ class Runtime:
                     raise self.executor._embedding_error(k, rec, err) from None
                 raise
             why = f"the c run stopped: {type(err).__name__}: {err}"
-            if st.passes:
+            if st.passes or st.fast_records:
                 raise _StartAgain(why) from None
             st.arrays = None
             st.next_value = python_next_value
@@ -756,10 +781,14 @@ class Runtime:
 
         def slow(recs: list, nodes: int) -> None:
             st.mem_bound = ff.mem_bound
+            made = len(st.passes)
             try:
                 self.flush_records(st, recs, nodes, joined, time.perf_counter())
             finally:
                 ff.mem_bound = st.mem_bound
+            # its DFG joins the fast passes' records, in the order the passes ran
+            ff.passes.extend(dfg for dfg, _ in st.passes[made:])
+            del st.passes[made:]
 
         ff = make(
             hs.take_all,
@@ -797,8 +826,7 @@ class Runtime:
         stats.nodes += ff.nodes
         st.flush_s += ff.flush_s
         st.mem_bound = ff.mem_bound
-        info = self.executor.info
-        st.passes.extend((DFG(info, recs), None) for recs in ff.passes)
+        st.fast_records = ff.passes  # (their DFGs are made only if read: _LazyDFGs)
 
     def flush(self, st: _RunState) -> None:
         """Schedule and execute every node recorded since the last flush: records ->
@@ -910,7 +938,7 @@ class Runtime:
         stats.total_ms = (time.perf_counter() - st.t0) * 1e3
         # DFG construction = the host program's run plus turning records into arrays
         stats.gen_ms += stats.host_ms
-        stats.passes = sum(1 for dfg, _ in st.passes if dfg.num_nodes)
+        stats.passes = sum(1 for dfg, _ in st.passes if dfg.num_nodes) + len(st.fast_records)
         stats.mean_batch = stats.nodes / stats.launches if stats.launches else 0.0
         host_ms = stats.total_ms - stats.kernel_ms
         stats.host_share = host_ms / stats.total_ms if stats.total_ms else 0.0
@@ -918,7 +946,10 @@ class Runtime:
         stats.peak_arena_bytes = self.pool.peak_bytes
         stats.instances = n_instances
         # the lower bound waits until someone reads it (see RunStats), unless traced
-        stats._bound, stats._dfgs = None, tuple(dfg for dfg, _ in st.passes)
+        stats._bound = None
+        stats._dfgs = _LazyDFGs(
+            self.executor.info, st.fast_records, tuple(dfg for dfg, _ in st.passes)
+        )
         if st.traced:
             st.bounds = [lower_bound(dfg) for dfg, _ in st.passes]
             stats.lower_bound = sum(st.bounds)
