@@ -30,6 +30,13 @@ instances' shapes and this machine, so ``auto`` measures instead of guessing.
   the whole machine slows down, the loser's fast old runs must not beat the winner's slow
   recent ones. (Seen in a grid run on a machine that had slowed by about a third: BiRNN
   small b8 ran direct in 3 of 5 timed runs although direct is 1.2-1.3x slower there.)
+* Doubting: when the winner's runs since the choice cost more than :data:`DOUBT` above
+  the loser's last measured cost, the loser runs once more at once (once per choice): a
+  choice made on a lucky run, or a winner that slowed down, is seen within a few runs, not
+  at the 16th. The winner is judged then by its runs since the choice. (Seen in a grid run:
+  Berxit small b64 chose direct on two settling runs and kept it, 1.10x the batched
+  runs' cost, for the whole row.) A loser that is also slower now (the machine slowed down)
+  keeps the choice.
 * Re-measuring: the other strategy (the loser) runs again at the 16th, 32nd, 64th, ...
   run since the choice was last made or changed (then every :data:`MAX_GAP`-th run), so
   a change that favours the loser flips the choice; this costs about log2(n) of n runs.
@@ -74,6 +81,7 @@ WINDOW = 3  # a strategy's cost: the best of its last WINDOW measured runs
 FIRST = 16  # the first re-measure of the loser: the FIRST-th run since the choice
 MAX_GAP = 256  # re-measure the loser at least every MAX_GAP runs
 FAR = 2.0  # a loser this many times the winner's cost is re-measured every MAX_GAP runs only
+DOUBT = 0.05  # the winner's runs since the choice this much above the loser's: re-measure it
 
 
 def remeasure_at(n: int, far: bool = False) -> bool:
@@ -96,6 +104,8 @@ class _Group:
     choice: str | None = None  # the strategy chosen once both were measured
     since: int = 0  # measured runs since the choice was made or changed
     clock: int = 0  # measured runs in the group
+    chosen_at: int = 0  # the clock when the choice was made or changed
+    doubted: bool = False  # the loser ran since the choice (see DOUBT)
 
     def cost(self, strategy: str, since: int = 0) -> float | None:
         """The best of the strategy's last runs, of those numbered ``since`` or later
@@ -105,6 +115,18 @@ class _Group:
 
     def settled(self) -> bool:
         return all(self.runs.get(s, 0) >= MIN_RUNS for s in ("batched", "direct"))
+
+    def winner_cost(self) -> float:
+        """The chosen strategy's cost by its runs since the choice (all of its last runs
+        while it has none since)."""
+        since = self.cost(self.choice, since=self.chosen_at + 1)
+        return since if since is not None else self.cost(self.choice)
+
+    def doubt(self, lose: str) -> bool:
+        """Whether the winner's runs since the choice cost more than DOUBT above the
+        loser's last cost, and the loser has not run since the choice."""
+        since = self.cost(self.choice, since=self.chosen_at + 1)
+        return not self.doubted and since is not None and since > (1 + DOUBT) * self.cost(lose)
 
 
 class StrategyChooser:
@@ -159,6 +181,13 @@ class StrategyChooser:
             f"{g.cost(win) * 1e3:.1f} us per kernel call vs {g.cost(lose) * 1e3:.1f} for "
             f"{lose} at {where} (best of the last {WINDOW} measured runs of each)"
         )
+        if g.doubt(lose):
+            return (
+                lose,
+                f"auto: re-measuring {lose} ({win}'s runs since the choice cost more than "
+                f"{lose}'s: {win} took {costs})",
+                group,
+            )
         if remeasure_at(g.since + 1, far=g.cost(lose) > FAR * g.cost(win)):
             return (
                 lose,
@@ -194,10 +223,14 @@ class StrategyChooser:
         else:  # only the loser's runs made since the winner's oldest count against it
             win = g.choice
             lose = "direct" if win == "batched" else "batched"
-            fresh = g.cost(lose, since=min(t for _, t in g.recent[win]))
-            best = lose if fresh is not None and fresh < g.cost(win) else win
+            if strategy == lose:
+                g.doubted = True
+            # (and none from before the choice: the winner is judged by its runs since)
+            oldest = min(t for _, t in g.recent[win])
+            fresh = g.cost(lose, since=max(oldest, g.chosen_at + 1))
+            best = lose if fresh is not None and fresh < g.winner_cost() else win
         if best != g.choice:
-            g.choice, g.since = best, 0
+            g.choice, g.since, g.chosen_at, g.doubted = best, 0, g.clock, False
         else:
             g.since += 1
 
@@ -219,6 +252,7 @@ def _why_batched(policy: str, backend: str, trace_level: str, memory_limit, n: i
 
 
 __all__ = [
+    "DOUBT",
     "FAR",
     "FIRST",
     "MAX_GAP",

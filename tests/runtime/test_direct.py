@@ -450,18 +450,49 @@ def test_a_changed_load_flips_the_choice_both_ways():
     f = FakeRuns()
     f.steps({"batched": 2.0, "direct": 1.0}, 5)
     assert f.steps({"batched": 2.0, "direct": 1.0}, 2) == ["direct", "direct"]
-    # the winner slows down for good: seen when the loser is re-measured (the 16th run
-    # since the choice), which then runs
+    # the winner slows down for good: once its last runs all cost more than the loser's
+    # (the window holds none of its fast ones), the loser is re-measured at once (DOUBT),
+    # is faster, and runs from then on
     slow = {"batched": 2.0, "direct": 3.0}
-    assert f.steps(slow, 16) == ["direct"] * 13 + ["batched"] * 3
-    assert f.steps(slow, 2) == ["batched", "batched"]
+    assert f.steps(slow, 4) == ["direct"] * 3 + ["batched"]
+    assert f.steps(slow, 14) == ["batched"] * 14
     # the loser speeds up: seen when it is re-measured (the 16th run since the choice)
     fast = {"batched": 2.0, "direct": 0.5}
-    assert f.steps(fast, 11) == ["batched"] * 11
+    assert f.c.groups[8].since == 14
+    assert f.step(fast)[0] == "batched"
     how, why = f.step(fast)
     assert how == "direct" and why.startswith("auto: re-measuring direct (run 16 since the")
     assert f.steps(fast, 2) == ["direct", "direct"]
     assert f.step(fast)[1].startswith("auto: direct took 5.0 us per kernel call vs 20.0")
+
+
+def test_a_choice_made_on_lucky_runs_is_doubted_at_once():
+    """Direct won the settling runs by luck (two fast ones); its runs since then cost 10%
+    more than batched's: batched is re-measured at the next run (once), is faster, and
+    runs from then on, with the reason saying why it ran. A loser that is slower now too
+    keeps the choice, and is not re-measured again before the 16th run."""
+    f = FakeRuns()
+    f.step({"batched": 2.0, "direct": 1.9})  # warm-up
+    f.steps({"batched": 2.0, "direct": 1.9}, 4)  # settling: direct by luck
+    real = {"batched": 2.0, "direct": 2.2}
+    how, why = f.step(real)
+    assert how == "direct"
+    how, why = f.step(real)
+    assert how == "batched" and why.startswith(
+        "auto: re-measuring batched (direct's runs since the choice cost more than batched's"
+    )
+    # batched stays the choice; direct runs at most twice in 20: once doubted (its lucky
+    # settling runs are still its best, so batched's runs look dear beside them: one
+    # re-measure per choice) and at the 16th run since the choice
+    ran = f.steps(real, 20)
+    assert ran.count("direct") <= 2 and f.c.groups[8].choice == "batched"
+    assert ran[:1] == ["batched"] and ran[-3:] == ["batched"] * 3
+    g = FakeRuns()
+    g.step({"batched": 2.0, "direct": 1.9})
+    g.steps({"batched": 2.0, "direct": 1.9}, 4)
+    slower = {"batched": 2.6, "direct": 2.2}  # both slower: direct still the faster
+    ran = g.steps(slower, 15)
+    assert [i + 1 for i, how in enumerate(ran) if how == "batched"] == [2]
 
 
 def test_forced_runs_count_in_their_group():
@@ -482,5 +513,7 @@ def test_a_machine_slowing_down_does_not_hand_the_choice_to_the_stale_loser():
     f.steps({"batched": 3.0, "direct": 3.9}, 5)  # warm-up, two of each: batched wins
     slow = {"batched": 4.2, "direct": 5.46}
     ran = f.steps(slow, 32)
-    assert [i + 1 for i, how in enumerate(ran) if how == "direct"] == [16, 32]
+    # once at once (the winner's runs since the choice cost more than the loser's old
+    # ones: DOUBT), then at the 16th and 32nd runs since the choice
+    assert [i + 1 for i, how in enumerate(ran) if how == "direct"] == [2, 16, 32]
     assert f.step(slow)[0] == "batched"
