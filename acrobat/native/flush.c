@@ -892,11 +892,12 @@ PyObject *acrobat_schedule_flush(PyObject *self, PyObject *const *args, Py_ssize
  *   room and memory              next_value() must fit executor.row_of, and with a memory
  *                                limit the run's bound (mem_bound, the rows in use when last
  *                                counted plus max_out bytes per node recorded since) must stay
- *                                under it; otherwise (rare) slow(records, nodes) runs
- *                                Runtime.flush's general path on these records
+ *                                under it; otherwise (rare) slow(self, records, nodes) runs
+ *                                Runtime.flush's general path on these records (it gets
+ *                                this object as an argument: no reference cycle)
  *   schedule(records, ...)       schedule_flush (the executor's native_schedule_flush): the
  *                                acrobat policy's schedule and the launches in one call;
- *                                where it declines, slow(records, nodes) runs the records
+ *                                where it declines, slow(self, records, nodes) runs them
  * and keeps the statistics Runtime.flush keeps (bytes gathered, kernel, schedule, DFG and
  * execution seconds, launches, nodes, the time in flushes) and each fast pass's records
  * (``passes``: the run's DFGs are made from them once it is over). A kernel that raises
@@ -934,7 +935,7 @@ static PyObject *fflush_slow(fflush_t *ff, PyObject *recs, Py_ssize_t nodes) {
     PyObject *n = PyLong_FromSsize_t(nodes);
     if (n == NULL)
         return NULL;
-    PyObject *r = PyObject_CallFunctionObjArgs(ff->slow, recs, n, NULL);
+    PyObject *r = PyObject_CallFunctionObjArgs(ff->slow, (PyObject *)ff, recs, n, NULL);
     Py_DECREF(n);
     return r;
 }

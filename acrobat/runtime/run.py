@@ -777,9 +777,8 @@ class Runtime:
         ex = self.executor
         joined = bool(self.twin_members)
         limit = self.pool.limit
-        ff = None
 
-        def slow(recs: list, nodes: int) -> None:
+        def slow(ff, recs: list, nodes: int) -> None:  # (ff passed in: no reference cycle)
             st.mem_bound = ff.mem_bound
             made = len(st.passes)
             try:
