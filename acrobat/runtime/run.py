@@ -567,10 +567,22 @@ class Runtime:
                 self.default_limit, self.limit_read_at = _memory_limit(), time.monotonic()
             memory_limit = self.default_limit
         self.pool.limit = memory_limit
-        make = adt_maker()  # ADT values made in C when the native module is on
-        st.entry, st.start, st.next_value = self.make(
-            *(lst.extend for lst in st.lists), make, make.items, make.list, st.weights, float_bits
-        )
+
+    def python_program(self, st: _RunState) -> None:
+        """Instantiate the Python host program for this run (``st.entry``, ``st.start``,
+        ``st.next_value``), once, when it is to run: not for a run of the compiled one,
+        whose closures (mutually recursive host functions: reference cycles) would be
+        made for nothing and left to the cycle collector (29 objects a DRNN run)."""
+        if st.entry is None:
+            make = adt_maker()  # ADT values made in C when the native module is on
+            st.entry, st.start, st.next_value = self.make(
+                *(lst.extend for lst in st.lists),
+                make,
+                make.items,
+                make.list,
+                st.weights,
+                float_bits,
+            )
 
     def upload(self, st: _RunState, instances: list) -> tuple[list[list], int]:
         """Check every instance against the entry signature and upload its tensors and
@@ -615,13 +627,14 @@ class Runtime:
         instance's ``(result, depth)``. ``python``: the Python program, even when the C
         one is built."""
         tg = time.perf_counter()
-        st.start(0, first_free)
         raw = None
         if self.host_c is not None and not python:
             record_c = self.record_c_fibers if self.entry_is_fiber else self.record_c
             raw = record_c(st, args_list, first_free)
         if raw is None:  # the Python program (not built, or the C one stopped)
             st.stats.host_code = st.stats.host_code or f"python ({self.host_c_why})"
+            self.python_program(st)
+            st.start(0, first_free)
             raw = self.record_python(st, args_list)
         t_host = time.perf_counter()
         in_flush = st.flush_s

@@ -455,8 +455,11 @@ def test_fiber_flush_leaves_nothing_for_the_cycle_collector():
             for _ in range(2):
                 acrobat.run(prog, xs, strategy="batched", trace_level="off")
             gc.collect()
-            acrobat.run(prog, xs, strategy="batched", trace_level="off")
-            found[fast] = gc.collect()
+            per_run = []
+            for _ in range(3):  # the fewest of 3 runs: what earlier tests left aside
+                acrobat.run(prog, xs, strategy="batched", trace_level="off")
+                per_run.append(gc.collect())
+            found[fast] = min(per_run)
         finally:
             runtime.__dict__.pop("fiber_flush", None)
     assert found[True] <= found[False]

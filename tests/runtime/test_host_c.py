@@ -58,6 +58,7 @@ def both_programs(prog, xs):
             recs = [np.frombuffer(hs.records(k), np.int64) for k in range(len(st.lists))]
             out.append((raw, recs, hs.next_value()))
         else:
+            rt.python_program(st)  # (made when the Python program is to run)
             st.start(0, first)
             raw = []
             for i, a in enumerate(args):
