@@ -904,7 +904,8 @@ PyObject *acrobat_schedule_flush(PyObject *self, PyObject *const *args, Py_ssize
  * sets failed[0] as schedule_flush does; the exception propagates (the runtime reports an
  * embedding id out of range by its instance).
  * Its read_all(ops, vids) answers a round of reads by read_answers (plan.c) on the
- * executor's arenas as they are now, else by reads_python(ops, vids). */
+ * executor's arenas as they are now; where it declines, by reads_python(ops, vids) (the
+ * executor's answer_reads_numpy: no second native call). */
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;

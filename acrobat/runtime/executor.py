@@ -275,6 +275,13 @@ class Executor:
             )
             if answers is not None:
                 return answers
+        return self.answer_reads_numpy(ops, vids)
+
+    def answer_reads_numpy(self, ops: list[int], vids: list[int]) -> list:
+        """:meth:`answer_reads` without the native call (where it declined: arenas it
+        does not read in place)."""
+        if not vids:
+            return []
         ids = np.array(vids, np.int64)
         rows = self.row_of[ids]
         which = self.arena_of[ids]
@@ -383,8 +390,13 @@ class Executor:
         try:
             return fn(*head, native.new_int64s, failed, self.sync)
         except IndexOutOfRange as err:
-            _, rec, k = failed[0]
-            raise self._embedding_error(k, rec, err) from None
+            raise self.flush_error(failed, err) from None
+
+    def flush_error(self, failed: list, err: IndexOutOfRange) -> InstanceError:
+        """What an embedding id out of range raised in a native flush's kernel is reported
+        as (the flush set ``failed[0]`` to the batch number, its record rows and kernel)."""
+        _, rec, k = failed[0]
+        return self._embedding_error(k, rec, err)
 
     def run_traced(self, dfg: DFG, sched: Schedule, trace: Trace, t0: float, run_pass: int):
         """:meth:`run`, emitting each batch's ``BatchFormed`` and ``KernelLaunched`` (with the

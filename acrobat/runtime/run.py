@@ -762,8 +762,7 @@ class Runtime:
         except Exception as err:
             if hs.callback_failed():
                 if ff is not None and isinstance(err, IndexOutOfRange) and ff.failed[0]:
-                    _, rec, k = ff.failed[0]  # (as Executor._flush_call reports it)
-                    raise self.executor._embedding_error(k, rec, err) from None
+                    raise self.executor.flush_error(ff.failed, err) from None
                 raise
             why = f"the c run stopped: {type(err).__name__}: {err}"
             if st.passes or st.fast_records:
@@ -817,7 +816,7 @@ class Runtime:
             ex.sync,
             slow,
             ex.native_reads,
-            ex.answer_reads,
+            ex.answer_reads_numpy,
             READ_ARGMAX,
             -1 if limit is None else int(limit),
             int(ex.max_out_bytes),
