@@ -26,13 +26,30 @@ _INT_T = ScalarType("int")
 
 
 class AdtValue:
-    """A constructed ADT value, e.g. ``AdtValue("Node", (left, right))``."""
+    """A constructed ADT value, e.g. ``AdtValue("Node", (left, right))``.
+
+    Immutable, as the language's values are: its two slots are set once, when it is made
+    (assigning one raises ``AttributeError``). That lets the native maker
+    (:func:`acrobat.native.adt_maker`) leave the values it makes out of the cycle
+    collector's lists when their fields hold nothing it tracks (arrays, numbers, strings,
+    and values so made), as CPython does with tuples: a run's output lists are then never
+    walked by the collector (:mod:`acrobat.native`, ``adt.h``)."""
 
     __slots__ = ("ctor", "fields")
+    __acrobat_frozen__ = True  # read by adt.h: instances may be left untracked
 
     def __init__(self, ctor: str, fields: tuple[Any, ...] = ()):
-        self.ctor = ctor
-        self.fields = tuple(fields)
+        _set_ctor(self, ctor)
+        _set_fields(self, tuple(fields))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"an AdtValue is immutable: {name!r} cannot be set")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"an AdtValue is immutable: {name!r} cannot be deleted")
+
+    def __reduce__(self):
+        return (AdtValue, (self.ctor, self.fields))
 
     def __eq__(self, other: object) -> bool:
         return values_equal(self, other)
@@ -41,6 +58,10 @@ class AdtValue:
 
     def __repr__(self) -> str:
         return f"{self.ctor}({', '.join(_short(f) for f in self.fields)})"
+
+
+_set_ctor = AdtValue.ctor.__set__  # type: ignore[attr-defined]
+_set_fields = AdtValue.fields.__set__  # type: ignore[attr-defined]
 
 
 def _short(v: Any) -> str:

@@ -10,10 +10,12 @@
 #include <Python.h>
 #include <structmember.h>
 
-/* a class's layout: the class (a reference its holder owns) and its two slots' offsets */
+/* a class's layout: the class (a reference its holder owns), its two slots' offsets, and
+ * whether its instances are immutable (the class's ``__acrobat_frozen__`` is True) */
 typedef struct {
     PyTypeObject *cls;
     Py_ssize_t off_ctor, off_fields;
+    int frozen;
 } acrobat_adt_layout;
 
 #define ACROBAT_SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
@@ -54,9 +56,26 @@ static int acrobat_adt_layout_of(PyObject *cls, acrobat_adt_layout *out) {
         PyErr_SetString(PyExc_TypeError, "ctor and fields share a slot");
         return -1;
     }
+    PyObject *frozen = PyObject_GetAttrString(cls, "__acrobat_frozen__");
+    if (frozen == NULL)
+        PyErr_Clear();
     out->cls = t;
     out->off_ctor = off_ctor;
     out->off_fields = off_fields;
+    out->frozen = frozen == Py_True;
+    Py_XDECREF(frozen);
+    return 0;
+}
+
+/* Whether ``x`` can never lead the cycle collector back to a tracked object: not a
+ * collected type at all (arrays, numbers, strings), or an untracked exact tuple (CPython
+ * untracks a tuple only when its items are such) or an untracked value of the frozen
+ * class (untracked here only under the same rule). */
+static inline int acrobat_adt_inert(const acrobat_adt_layout *l, PyObject *x) {
+    if (!PyObject_IS_GC(x))
+        return 1;
+    if (PyTuple_CheckExact(x) || Py_IS_TYPE(x, l->cls))
+        return !PyObject_GC_IsTracked(x);
     return 0;
 }
 
@@ -71,6 +90,21 @@ static inline PyObject *acrobat_adt_alloc(const acrobat_adt_layout *l, PyObject 
     Py_INCREF(fields);
     ACROBAT_SLOT(obj, l->off_ctor) = ctor;
     ACROBAT_SLOT(obj, l->off_fields) = fields;
+    /* A value of an immutable class whose fields hold only inert objects can never be on
+     * a reference cycle: it (and its fields tuple) leave the collector's lists, as CPython
+     * does with such tuples. A run's outputs (BiRNN small b64: ~2,600 objects) are then
+     * not walked by the collection that follows the run, nor by later ones (measured:
+     * 163 us a run, and a full collection every few tens of runs). */
+    if (l->frozen && PyTuple_CheckExact(fields) && acrobat_adt_inert(l, ctor)) {
+        Py_ssize_t n = PyTuple_GET_SIZE(fields), i = 0;
+        while (i < n && acrobat_adt_inert(l, PyTuple_GET_ITEM(fields, i)))
+            i++;
+        if (i == n) {
+            if (PyObject_GC_IsTracked(fields))
+                PyObject_GC_UnTrack(fields);
+            PyObject_GC_UnTrack(obj);
+        }
+    }
     return obj;
 }
 

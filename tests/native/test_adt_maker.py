@@ -9,7 +9,9 @@ runtime's :func:`adt_maker` must fall back to Python with the native module off.
 
 from __future__ import annotations
 
+import copy
 import gc
+import pickle
 import sys
 import weakref
 
@@ -39,11 +41,51 @@ def test_maker_makes_the_classes_own_values():
     assert make("Nil").fields == () and make("Nil", ()).fields == ()
     assert node == AdtValue("Node", (AdtValue("Leaf", (3,)), AdtValue("Leaf", (4,))))
     assert repr(node) == repr(AdtValue("Node", (leaf, AdtValue("Leaf", (4,)))))
-    # slots behave as on any instance
-    node.ctor = "Other"
-    assert node.ctor == "Other"
-    with pytest.raises(AttributeError):
-        node.extra = 1
+    # values are immutable, however they were made
+    for v in (node, AdtValue("Node", (leaf,))):
+        with pytest.raises(AttributeError, match="immutable"):
+            v.ctor = "Other"
+        with pytest.raises(AttributeError, match="immutable"):
+            del v.fields
+        with pytest.raises(AttributeError):
+            v.extra = 1
+    assert node.ctor == "Node"
+
+
+@needs_native
+def test_values_of_inert_fields_stay_out_of_the_cycle_collector():
+    """A made value whose fields hold only arrays, numbers, strings, untracked tuples or
+    such values is untracked, with its fields tuple (as CPython untracks such tuples); one
+    holding anything the collector tracks stays tracked, and so do the values above it."""
+    make = native.adt_maker(AdtValue)
+    lst = make.list([np.zeros(3, np.float32), np.ones(2, np.float32)])
+    assert not gc.is_tracked(lst) and not gc.is_tracked(lst.fields)
+    assert not gc.is_tracked(make("Leaf", (3, 2.5, "x", None, (1, 2))))
+    assert not gc.is_tracked(make("Nil")) and not gc.is_tracked(make("Node", (lst, lst)))
+    class Box:
+        pass
+
+    box = Box()
+    holds = make("Leaf", (box,))
+    assert gc.is_tracked(holds) and gc.is_tracked(make("Node", (holds, lst)))
+    assert gc.is_tracked(make("Node", (AdtValue("Nil"),)))  # made in Python: tracked
+    # a value that holds a container can still be collected on a cycle through it
+    box.held = holds
+    ref = weakref.ref(box)
+    del box, holds
+    gc.collect()
+    assert ref() is None
+    # a class not declared frozen keeps its values tracked
+    class Open:
+        __slots__ = ("ctor", "fields")
+
+    assert gc.is_tracked(native.adt_maker(Open)("Nil"))
+
+
+def test_values_pickle_and_copy():
+    v = AdtValue("Cons", (np.arange(3, dtype=np.float32), AdtValue("Nil")))
+    for w in (pickle.loads(pickle.dumps(v)), copy.deepcopy(v), copy.copy(v)):
+        assert type(w) is AdtValue and values_equal(w, v)
 
 
 @needs_native
