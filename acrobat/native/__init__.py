@@ -18,10 +18,11 @@ for the host program (:func:`adt_maker`), with ``adt.h``, the layout of an ADT v
 class, which the compiled host programs (:func:`build_extension`) include too.
 
 Building: the first process that needs it compiles the six files with the host's C
-compiler (``$CC`` or ``cc``, the Python headers of this interpreter) into a cache directory
-(``$ACROBAT_CACHE_DIR``, else ``$XDG_CACHE_HOME/acrobat``, else ``~/.cache/acrobat``),
-under a name that holds the sources' hash, the interpreter's ABI and the machine; later
-processes load it from there. :func:`status` says what happened (``"built"``, ``"loaded"``,
+compiler (``$CC`` or ``cc``, the Python headers of this interpreter and NumPy's, whose C
+API ``flush.c`` uses for its views) into a cache directory (``$ACROBAT_CACHE_DIR``, else
+``$XDG_CACHE_HOME/acrobat``, else ``~/.cache/acrobat``), under a name that holds the
+sources' hash, the interpreter's ABI, NumPy's version and the machine; later processes
+load it from there. :func:`status` says what happened (``"built"``, ``"loaded"``,
 or why it is off) and :func:`load_ms` what it cost this process (``RunStats.jit_ms``
 includes it). Without a compiler, on a CPU without AVX2 and FMA, or with
 ``ACROBAT_NATIVE=0``, everything runs on NumPy alone: the results are the same up to
@@ -106,13 +107,14 @@ def _header_bytes() -> bytes:
 
 def _key(source: bytes, n: int) -> str:
     """The hash a built module's name holds: its source, the headers it includes, the
-    interpreter and the machine."""
+    interpreter, NumPy's version and the machine."""
     data = (
         source
         + _header_bytes()
         + sys.version.encode()
         + platform.machine().encode()
         + sys.executable.encode()
+        + np.__version__.encode()  # flush.c is built against this NumPy's headers
     )
     return hashlib.sha256(data).hexdigest()[:n]
 
@@ -139,6 +141,7 @@ def _compile(out: Path, sources=SOURCES, opt: str = "-O3") -> None:
         "-pthread",
         f"-I{include}",
         f"-I{Path(__file__).parent}",  # HEADERS
+        f"-I{np.get_include()}",  # flush.c makes its views with NumPy's C API
         *(str(p) for p in sources),
         "-o",
         tmp,

@@ -26,12 +26,15 @@ pytestmark = pytest.mark.skipif(
 
 def _describe(a):
     """What a kernel got, comparable across the two paths: an arena view by where it
-    lies, a gather by its buffer and rows, host ids by their values."""
+    lies (the native flush makes its views with NumPy's C API, the Python path by slicing:
+    the same memory, shape, strides and flags), a gather by its buffer and rows, host ids
+    by their values."""
     if isinstance(a, tuple):
         return ("gather", a[0].__array_interface__["data"][0], a[0].shape, a[1].tolist())
     if a.dtype.kind in "iu":
         return ("ids", a.tolist())
-    return ("view", a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str)
+    flags = (a.flags.writeable, a.flags.c_contiguous, a.flags.owndata)
+    return ("view", a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str, flags)
 
 
 def _recording(ex: Executor, plans: list, specs: list, calls: list) -> None:
