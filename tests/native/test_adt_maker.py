@@ -62,6 +62,7 @@ def test_values_of_inert_fields_stay_out_of_the_cycle_collector():
     assert not gc.is_tracked(lst) and not gc.is_tracked(lst.fields)
     assert not gc.is_tracked(make("Leaf", (3, 2.5, "x", None, (1, 2))))
     assert not gc.is_tracked(make("Nil")) and not gc.is_tracked(make("Node", (lst, lst)))
+
     class Box:
         pass
 
@@ -75,6 +76,7 @@ def test_values_of_inert_fields_stay_out_of_the_cycle_collector():
     del box, holds
     gc.collect()
     assert ref() is None
+
     # a class not declared frozen keeps its values tracked
     class Open:
         __slots__ = ("ctor", "fields")
