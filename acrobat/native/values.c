@@ -38,7 +38,10 @@ typedef struct {
 #define SLOT ACROBAT_SLOT
 
 static PyObject *make_value(maker_t *m, PyObject *ctor, PyObject *fields) {
-    return acrobat_adt_alloc(&m->adt, ctor, fields);
+    PyObject *obj = acrobat_adt_alloc(&m->adt, ctor, fields);
+    if (obj != NULL)
+        acrobat_adt_settle(&m->adt, obj); /* untracked when it can be (adt.h) */
+    return obj;
 }
 
 static PyObject *maker_call(PyObject *self, PyObject *const *args, size_t nargsf,
