@@ -33,7 +33,7 @@ def _describe(a):
         return ("gather", a[0].__array_interface__["data"][0], a[0].shape, a[1].tolist())
     if a.dtype.kind in "iu":
         return ("ids", a.tolist())
-    flags = (a.flags.writeable, a.flags.c_contiguous, a.flags.owndata)
+    flags = (a.flags.writeable, a.flags.c_contiguous, a.flags.aligned, a.flags.owndata)
     return ("view", a.__array_interface__["data"][0], a.shape, a.strides, a.dtype.str, flags)
 
 
