@@ -107,20 +107,20 @@ def _header_bytes() -> bytes:
 
 def _key(source: bytes, n: int) -> str:
     """The hash a built module's name holds: its source, the headers it includes, the
-    interpreter, NumPy's version and the machine."""
+    interpreter and the machine."""
     data = (
         source
         + _header_bytes()
         + sys.version.encode()
         + platform.machine().encode()
         + sys.executable.encode()
-        + np.__version__.encode()  # flush.c is built against this NumPy's headers
     )
     return hashlib.sha256(data).hexdigest()[:n]
 
 
 def _target() -> Path:
-    key = _key(b"".join(p.read_bytes() for p in SOURCES), 16)
+    # flush.c is built against this NumPy's headers (the generated modules are not)
+    key = _key(b"".join(p.read_bytes() for p in SOURCES) + np.__version__.encode(), 16)
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     return cache_dir() / f"_acrobat_native-{key}{suffix}"
 
