@@ -116,16 +116,20 @@ class _Group:
     def settled(self) -> bool:
         return all(self.runs.get(s, 0) >= MIN_RUNS for s in ("batched", "direct"))
 
+    def cost_since_choice(self) -> float | None:
+        """The chosen strategy's cost by its runs since the choice (None: none yet)."""
+        return self.cost(self.choice, since=self.chosen_at + 1)
+
     def winner_cost(self) -> float:
         """The chosen strategy's cost by its runs since the choice (all of its last runs
         while it has none since)."""
-        since = self.cost(self.choice, since=self.chosen_at + 1)
+        since = self.cost_since_choice()
         return since if since is not None else self.cost(self.choice)
 
     def doubt(self, lose: str) -> bool:
         """Whether the winner's runs since the choice cost more than DOUBT above the
         loser's last cost, and the loser has not run since the choice."""
-        since = self.cost(self.choice, since=self.chosen_at + 1)
+        since = self.cost_since_choice()
         return not self.doubted and since is not None and since > (1 + DOUBT) * self.cost(lose)
 
 
