@@ -7,13 +7,21 @@ extension module (built on first use by :func:`acrobat.native.build_extension`):
 IR function a C function, records written as int64 rows into per-kernel buffers, ADT
 values made and matched through the class's slots directly.
 
-**Same program, same semantics.** Every host value stays the Python object the Python
-program would hold (ints, floats, bools, tuples, :class:`~acrobat.ir.values.AdtValue`),
-and host arithmetic is CPython's own (``PyNumber_Add``, ``PyObject_RichCompare``...), so
-results, rounding and errors are Python's. The emitted code follows :class:`_Gen` line by
-line: the depth conventions of :func:`~acrobat.codegen.host.depth_use`, hoisted and
-``LATE`` keys, ``parallel``/``map`` depths, phases, ghost ops, independence's depth
-variables, self tail calls as loops. Tests compare the two programs' records bit for bit.
+**Same program, same semantics.** Every host value is the Python object the Python
+program would hold (ints, floats, bools, tuples, :class:`~acrobat.ir.values.AdtValue`).
+A host int or a tensor (its value id) also has an int64 *shadow*: C functions take such
+parameters as int64s, records and host int arithmetic read the shadow, and the object is
+made only where one is needed (a constructor's field, a tuple, a return), so a value id
+that only flows from one kernel to the next is never a Python object. Int arithmetic on
+shadows gives Python's results (floor division and modulo included) and stops the
+program (as below) where Python's ints would leave the int64 range or Python raises; an
+int parameter that holds another int type (a NumPy one) stops it too, since its
+arithmetic is NumPy's. Comparisons of two Python floats compare the doubles; everything
+else is CPython's own (``PyNumber_Add``, ``PyObject_RichCompare``...), so results,
+rounding and errors are Python's. The emitted code follows :class:`_Gen` line by line:
+the depth conventions of :func:`~acrobat.codegen.host.depth_use`, hoisted and ``LATE``
+keys, ``parallel``/``map`` depths, phases, ghost ops, independence's depth variables,
+self tail calls as loops. Tests compare the two programs' records bit for bit.
 
 **Fibers.** A program with fiber functions (tensor reads, spawns, phase barriers: the
 protocol of :mod:`acrobat.runtime.fibers`) is emitted with them as plain C functions that run
@@ -74,7 +82,7 @@ from acrobat.ir.nodes import (
     TupleExpr,
     Var,
 )
-from acrobat.ir.types import FLOAT, TupleType
+from acrobat.ir.types import BOOL, FLOAT, INT, TensorType, TupleType
 
 MAX_C_DEPTH = 4000
 """Nested calls of host functions the C program makes before it gives the run to the
@@ -108,6 +116,10 @@ _NUMBER_OPS = {
 }
 assert set(_NUMBER_OPS) == set(_HOST_OPS), "every host op needs its C form"
 
+_COMPARE = {"h.lt": "<", "h.le": "<=", "h.gt": ">", "h.ge": ">=", "h.eq": "==", "h.ne": "!="}
+_RICH = {"h.lt": "Py_LT", "h.le": "Py_LE", "h.gt": "Py_GT", "h.ge": "Py_GE", "h.eq": "Py_EQ"}
+_RICH["h.ne"] = "Py_NE"
+
 
 class Unsupported(Exception):
     """A construct the C host program does not emit: the program stays Python."""
@@ -124,6 +136,36 @@ def _fn(name: str) -> str:
 def _tramp(name: str) -> str:
     """The C function that runs fiber function ``name`` on a tuple of its arguments."""
     return ident("t_", name)
+
+
+def _boxed(name: str) -> str:
+    """The C function that calls IR function ``name`` with every argument a Python object
+    (a fiber's trampoline, a map's items, the entry): it unboxes the ones ``name``'s C
+    function takes as int64."""
+    return ident("w_", name)
+
+
+def _u(cname: str) -> str:
+    """The int64 shadow of C local ``cname`` (``U`` starts no other C local's name)."""
+    return "U" + cname
+
+
+def _unboxes(ty) -> bool:
+    """A value of IR type ``ty`` is a Python int the C program keeps as an int64 too: a
+    host ``int``, or a tensor (its value id)."""
+    return ty == INT or isinstance(ty, TensorType)
+
+
+_I64_MIN = "(-9223372036854775807LL - 1)"
+
+
+class _Conflict(Exception):
+    """A C local whose definitions disagree on its int64 shadow: the function is generated
+    again without one for it."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
 
 
 def _c_string(s: str) -> str:
@@ -157,6 +199,19 @@ class _CGen(_Gen):
         self.weights = {name: i for i, name in enumerate(weights)}
         self.locals: set[str] = set()  # the C locals of the function being generated
         self.depths: set[str] = set()  # its depth variables (int64_t)
+        # int64 shadows: a C local of a host int or a tensor (value id) is kept as an int64
+        # (``_u(name)``) beside its Python object, which is made only where one is needed
+        # (NULL until then); a tuple of a kernel's outputs as its first id ("n<count>")
+        self.kinds: dict[str, str | None] = {}  # C local -> "i", "n<k>" or None (no shadow)
+        self.tys: dict[str, object] = {}  # C local -> the IR type of what it holds
+        self.no_shadow: frozenset[str] = frozenset()  # locals a conflict left without one
+        self.boxed_uses: set[str] = set()  # locals read as objects before any definition
+        self.convs: set[str] = set()  # int64 temporaries of conversions
+        self.ind = 1  # the indent of the last line written
+
+    def emit(self, indent: int, text: str) -> None:
+        self.ind = indent
+        super().emit(indent, text)
 
     # -- helpers -----------------------------------------------------------------------
     def fresh(self) -> str:
@@ -199,7 +254,7 @@ class _CGen(_Gen):
         if isinstance(e, Var):
             name = _v(e.name)
             self.locals.add(name)
-            return name
+            return self.boxed(name)
         if isinstance(e, Const):
             return self.const(e.value)
         if isinstance(e, ParamRef):
@@ -212,14 +267,90 @@ class _CGen(_Gen):
         raise Unsupported(f"not an atom: {type(e).__name__}")
 
     def set(self, ind: int, target: str, expr: str) -> None:
-        """``target = expr`` where ``expr`` returns a new reference (NULL: an error)."""
+        """``target = expr`` where ``expr`` returns a new reference (NULL: an error); a
+        target with an int64 shadow gets it from the object."""
         self.locals.add(target)
+        ty = self.tys.get(target)
+        kind = self.define(target, "i" if ty is not None and _unboxes(ty) else None)
         self.emit(ind, f"SET({target}, {expr});")
+        if kind == "i":
+            self.emit(ind, f"if (ux({target}, &{_u(target)}) < 0) goto error;")
 
-    def call_expr(self, name: str, args: list[str], depth: str) -> str:
+    def set_i64(self, ind: int, target: str, value: str, kind: str = "i") -> None:
+        """``target = value``, an int64 expression: a value id or host int (kind "i"), or
+        the first of a kernel's ``k`` output ids (kind "n<k>"); its object is made when
+        something needs it."""
+        self.locals.add(target)
+        box = f"PyLong_FromLongLong({value})" if kind == "i" else f"ids_tuple({value}, {kind[1:]})"
+        if self.define(target, kind) is None:  # no shadow: the object now
+            self.emit(ind, f"SET({target}, {box});")
+            return
+        self.emit(ind, f"Py_CLEAR({target}); {_u(target)} = {value};")
+
+    def define(self, name: str, kind: str | None) -> str | None:
+        """Record a definition of C local ``name`` whose shadow is ``kind``; the kind it
+        gets (None when a conflict left it without one). Every definition of a local must
+        agree (or the function is generated again: :class:`_Conflict`)."""
+        if name in self.no_shadow:
+            kind = None
+        if name in self.kinds:
+            if self.kinds[name] != kind:
+                raise _Conflict(name)
+        elif kind is not None and name in self.boxed_uses:
+            raise _Conflict(name)
+        else:
+            self.kinds[name] = kind
+        return kind
+
+    def boxed(self, name: str) -> str:
+        """``name`` as a borrowed Python object: made from its shadow when it has none."""
+        kind = self.kinds.get(name)
+        if name not in self.kinds:
+            self.boxed_uses.add(name)
+        elif kind is not None:
+            box = (
+                f"PyLong_FromLongLong({_u(name)})"
+                if kind == "i"
+                else f"ids_tuple({_u(name)}, {kind[1:]})"
+            )
+            self.emit(self.ind, f"if ({name} == NULL && ({name} = {box}) == NULL) goto error;")
+        return name
+
+    def unboxed(self, e: Expr) -> str | None:
+        """An int64 expression for ``e`` (a shadowed local or an int constant), or None."""
+        if isinstance(e, Var):
+            name = _v(e.name)
+            return _u(name) if self.kinds.get(name) == "i" else None
+        if isinstance(e, Const) and type(e.value) is int and -(1 << 63) <= e.value < (1 << 63):
+            return f"({e.value}LL)" if e.value != -(1 << 63) else _I64_MIN
+        return None
+
+    def i64(self, e: Expr, ind: int, record: bool = False) -> str:
+        """An int64 expression for ``e``, converted from its object when it has no shadow
+        (``record``: as a record argument, which takes any int, else as a host int)."""
+        u = self.unboxed(e)
+        if u is not None:
+            return u
+        self.tmp += 1
+        c = f"_c{self.tmp}"
+        self.convs.add(c)
+        conv = "as_i64" if record else "ux"
+        self.emit(ind, f"if ({conv}({self.atom(e)}, &{c}) < 0) goto error;")
+        return c
+
+    def call_args(self, fn: str, args, ind: int) -> list[str]:
+        """The C arguments of a call of ``fn``: an int64 for each parameter of a shadowed
+        type, an object for the others."""
+        params = self.m.function_map[fn].params
+        return [self.i64(a, ind) if _unboxes(p.ty) else self.atom(a) for a, p in zip(args, params)]
+
+    def call_expr(self, name: str, args: list[str], depth: str, boxed: bool = False) -> str:
+        """A call of ``name`` with C arguments ``args`` (``boxed``: every one an object,
+        through :func:`_boxed`'s function)."""
         use = self.use[name]
         extra = [depth] if use == READS else ([f"&{depth}"] if use == MOVES else [])
-        return f"{_fn(name)}({', '.join(['st', *args, *extra])})"
+        f = _boxed(name) if boxed else _fn(name)
+        return f"{f}({', '.join(['st', *args, *extra])})"
 
     def max_expr(self, names: list[str]) -> str:
         out = names[0]
@@ -228,17 +359,56 @@ class _CGen(_Gen):
         return out
 
     # -- functions ---------------------------------------------------------------------
-    def signature(self, f: Function) -> str:
-        params = [f"PyObject *p_{i}" for i in range(len(f.params))]
+    def signature(self, f: Function, boxed: bool = False) -> str:
+        """The C function of ``f``: its host ints and tensors as int64 (value ids), its
+        other parameters as objects; ``boxed``: :func:`_boxed`'s, every one an object."""
+        params = [
+            f"int64_t p_{i}" if _unboxes(p.ty) and not boxed else f"PyObject *p_{i}"
+            for i, p in enumerate(f.params)
+        ]
         use = self.use[f.name]
         if use == READS:
             params.append("int64_t d")
         elif use == MOVES:
             params.append("int64_t *dp")
-        return f"static PyObject *{_fn(f.name)}({', '.join(['hs_t *st', *params])})"
+        name = _boxed(f.name) if boxed else _fn(f.name)
+        return f"static PyObject *{name}({', '.join(['hs_t *st', *params])})"
+
+    def boxed_function(self, f: Function) -> list[str]:
+        """:func:`_boxed`'s function of ``f``: unboxes its int64 arguments and calls it."""
+        lines = [self.signature(f, boxed=True) + " {"]
+        args = []
+        for i, p in enumerate(f.params):
+            if _unboxes(p.ty):
+                lines.append(f"    int64_t a_{i};")
+                lines.append(f"    if (ux(p_{i}, &a_{i}) < 0) return NULL;")
+                args.append(f"a_{i}")
+            else:
+                args.append(f"p_{i}")
+        use = self.use[f.name]
+        args += ["d"] if use == READS else (["dp"] if use == MOVES else [])
+        lines.append(f"    return {_fn(f.name)}({', '.join(['st', *args])});")
+        lines.append("}")
+        return lines
 
     def function(self, f: Function) -> list[str]:
+        """The C function of ``f``; generated again, without a shadow for a local, when
+        that local's definitions disagree on one (a name bound in two clauses with
+        different types, say)."""
+        no_shadow: set[str] = set()
+        while True:
+            try:
+                return self.function_once(f, frozenset(no_shadow))
+            except _Conflict as c:
+                if c.name in no_shadow:  # cannot happen: without a shadow, every kind is None
+                    raise Unsupported(f"local {c.name}") from None
+                no_shadow.add(c.name)
+
+    def function_once(self, f: Function, no_shadow: frozenset[str]) -> list[str]:
         self.lines, self.tmp, self.locals, self.depths = [], 0, set(), set()
+        self.kinds, self.tys, self.boxed_uses, self.convs = {}, {}, set(), set()
+        self.int_errors = False  # an int64 op may stop the program: its two exits
+        self.no_shadow = no_shadow
         self.below = {}
         self.current = f
         self.is_fiber = f.name in self.fibers
@@ -247,6 +417,9 @@ class _CGen(_Gen):
         use = self.use[f.name]
         params = [_v(p.name) for p in f.params]
         self.locals.update(params)
+        for name, p in zip(params, f.params):
+            self.tys[name] = p.ty
+            self.define(name, "i" if _unboxes(p.ty) else None)
         if self.loops:
             self.emit(1, "top:")
             self.emit(1, f"if (++loops > {LOOP_LIMIT}L) {{")
@@ -261,9 +434,21 @@ class _CGen(_Gen):
         head.append("    (void)loops;")
         for name in sorted(self.locals - set(params)):
             head.append(f"    PyObject *{name} = NULL;")
-        for i, name in enumerate(params):
-            head.append(f"    PyObject *{name} = p_{i};")
-            head.append(f"    Py_INCREF({name});")
+            if self.kinds.get(name) is not None:
+                head.append(f"    int64_t {_u(name)} = 0;")
+        boxing = []  # parameters passed as int64 that have no shadow here (a conflict)
+        for i, (name, p) in enumerate(zip(params, f.params)):
+            if not _unboxes(p.ty):
+                head.append(f"    PyObject *{name} = p_{i};")
+                head.append(f"    Py_INCREF({name});")
+            elif self.kinds.get(name) == "i":
+                head.append(f"    PyObject *{name} = NULL;")
+                head.append(f"    int64_t {_u(name)} = p_{i};")
+            else:
+                head.append(f"    PyObject *{name} = NULL;")
+                boxing.append(f"    if (({name} = PyLong_FromLongLong(p_{i})) == NULL) goto error;")
+        if self.convs:
+            head.append(f"    int64_t {', '.join(sorted(self.convs))};")
         if use == MOVES:
             head.append("    int64_t d = *dp;")
         if self.depths:
@@ -285,15 +470,28 @@ class _CGen(_Gen):
             )
             head.append("        goto error;")
             head.append("    }")
-        tail = ["error:", "    ret = NULL;", "done:", "    st->depth--;"]
+        head += boxing
+        tail = []
+        if self.int_errors:  # (every path of the body returns or loops: never fallen into)
+            tail += [
+                "    goto error;",
+                "overflow:",
+                '    PyErr_SetString(PyExc_OverflowError, "a host int out of the int64 range");',
+                "    goto error;",
+                "zerodiv:",
+                '    PyErr_SetString(PyExc_ZeroDivisionError, "integer division or modulo by zero");',
+                "    goto error;",
+            ]
+        tail += ["error:", "    ret = NULL;", "done:", "    st->depth--;"]
         tail += [f"    Py_XDECREF({name});" for name in sorted(self.locals)]
         tail += ["    return ret;", "}"]
         self.current = None
         return head + body + tail
 
     def ret(self, ind: int, value: str) -> None:
-        """Return ``value`` (borrowed) from the function being generated."""
-        self.emit(ind, f"ret = {value};")
+        """Return C local ``value`` from the function being generated."""
+        self.ind = ind
+        self.emit(ind, f"ret = {self.boxed(value)};")
         self.emit(ind, "Py_INCREF(ret);")
         if self.use[self.current.name] == MOVES:
             self.emit(ind, "*dp = d;")
@@ -313,17 +511,27 @@ class _CGen(_Gen):
 
     def tail_value(self, e: Expr, ind: int) -> None:
         if self.loops and isinstance(e, FnCall) and e.fn == self.current.name:
-            params = [_v(p.name) for p in self.current.params]
+            params = self.current.params
             if params:
                 self.emit(ind, "{")
                 news = []
-                for j, a in enumerate(e.args):
+                for j, (a, p) in enumerate(zip(e.args, params)):
                     n = f"n{j}"
-                    self.emit(ind + 1, f"PyObject *{n} = {self.atom(a)};")
-                    self.emit(ind + 1, f"Py_INCREF({n});")
+                    if _unboxes(p.ty):
+                        self.emit(ind + 1, f"int64_t {n} = {self.i64(a, ind + 1)};")
+                    else:
+                        self.emit(ind + 1, f"PyObject *{n} = {self.atom(a)};")
+                        self.emit(ind + 1, f"Py_INCREF({n});")
                     news.append(n)
                 for p, n in zip(params, news):
-                    self.emit(ind + 1, f"Py_XSETREF({p}, {n});")
+                    name = _v(p.name)
+                    if not _unboxes(p.ty):
+                        self.emit(ind + 1, f"Py_XSETREF({name}, {n});")
+                    elif self.kinds.get(name) == "i":
+                        self.emit(ind + 1, f"Py_CLEAR({name}); {_u(name)} = {n};")
+                    else:
+                        self.emit(ind + 1, f"Py_XSETREF({name}, PyLong_FromLongLong({n}));")
+                        self.emit(ind + 1, f"if ({name} == NULL) goto error;")
                 self.emit(ind, "}")
             self.emit(ind, "goto top;")
             return
@@ -385,6 +593,7 @@ class _CGen(_Gen):
             if isinstance(p, PVar):
                 name = _v(p.var.name)
                 self.locals.add(name)
+                self.tys[name] = p.var.ty
                 binds.append((name, path))
             elif isinstance(p, PCtor):
                 tests.append((path, p.ctor))
@@ -401,7 +610,12 @@ class _CGen(_Gen):
     # -- expressions -------------------------------------------------------------------
     def bind(self, target: str, e: Expr, ind: int) -> None:
         t = type(e)
-        if t in (Var, Const, ParamRef, GlobalRef):
+        self.tys[target] = e.ty
+        if t in (Var, Const) and e.ty is not None and _unboxes(e.ty) and self.unboxed(e):
+            self.set_i64(ind, target, self.unboxed(e))
+        elif t is Var and (self.kinds.get(_v(e.name)) or "").startswith("n"):
+            self.set_i64(ind, target, _u(_v(e.name)), self.kinds[_v(e.name)])
+        elif t in (Var, Const, ParamRef, GlobalRef):
             self.set(ind, target, f"XNEW({self.atom(e)})")
         elif t is KernelCall:
             self.kernel_call(target, e, ind)
@@ -426,7 +640,11 @@ class _CGen(_Gen):
             )
             self.set(ind, target, code)
         elif t is Proj:
-            self.set(ind, target, f"PySequence_GetItem({self.atom(e.tup)}, {e.index})")
+            kind = self.kinds.get(_v(e.tup.name)) if isinstance(e.tup, Var) else None
+            if kind and kind.startswith("n") and 0 <= e.index < int(kind[1:]):
+                self.set_i64(ind, target, f"{_u(_v(e.tup.name))} + {e.index}")  # a kernel output
+            else:
+                self.set(ind, target, f"PySequence_GetItem({self.atom(e.tup)}, {e.index})")
         elif t is Parallel:
             self.parallel(target, e, ind)
         elif t is Map:
@@ -453,7 +671,7 @@ class _CGen(_Gen):
     def fn_call(self, target: str, e: FnCall, ind: int) -> None:
         if e.fn not in self.use:
             raise Unsupported(f"a call of {e.fn!r}")
-        args = [self.atom(a) for a in e.args]
+        args = self.call_args(e.fn, e.args, ind)
         self.set(ind, target, self.call_expr(e.fn, args, "d"))
 
     def kernel_call(self, target: str, e: KernelCall, ind: int) -> None:
@@ -472,18 +690,56 @@ class _CGen(_Gen):
         self.emit(ind + 1, f"o = st->nv; st->nv = o + {n_out};")
         self.emit(ind + 1, f"r[0] = {key}; r[1] = o; r[2] = st->inst;")
         for j, (a, p) in enumerate(zip(e.args, kparams)):
-            conv = "fbits" if p.ty == FLOAT else "as_i64"
-            self.emit(ind + 1, f"if ({conv}({self.atom(a)}, &r[{3 + j}]) < 0) goto error;")
+            if p.ty == FLOAT:
+                self.emit(ind + 1, f"if (fbits({self.atom(a)}, &r[{3 + j}]) < 0) goto error;")
+            else:
+                self.emit(ind + 1, f"r[{3 + j}] = {self.i64(a, ind + 1, record=True)};")
         self.emit(ind + 1, f"if (rec_row(st, {k}, {width}, r) < 0) goto error;")
         self.emit(ind, "}")
         if e.depth is None:
             self.emit(ind, "d += 1;")
-        if n_out == 1:
-            self.set(ind, target, "PyLong_FromLongLong(o)")
+        self.set_i64(ind, target, "o", "i" if n_out == 1 else f"n{n_out}")
+
+    def int_op(self, target: str, e: OpCall, ind: int) -> bool:
+        """``e`` on int64s when its operands are host ints with shadows (or constants):
+        Python's results, and the C program stops (as on any error) where Python's ints
+        would leave the int64 range or Python raises. False: not such an op."""
+        if not e.args or any(a.ty != INT for a in e.args):
+            return False
+        us = [self.unboxed(a) for a in e.args]
+        if any(u is None for u in us):
+            return False
+        op, a, b = e.op, us[0], us[-1]
+        if op in ("h.add", "h.sub", "h.mul") and e.ty == INT:
+            self.emit(ind, "{")
+            self.emit(ind + 1, "int64_t x_;")
+            self.emit(ind + 1, f"if (__builtin_{op[2:]}_overflow({a}, {b}, &x_)) goto overflow;")
+            self.set_i64(ind + 1, target, "x_")
+            self.emit(ind, "}")
+        elif op in ("h.floordiv", "h.mod") and e.ty == INT:
+            self.emit(ind, f"if ({b} == 0) goto zerodiv;")
+            self.emit(ind, f"if ({b} == -1 && {a} == {_I64_MIN}) goto overflow;")
+            f = "py_floordiv64" if op == "h.floordiv" else "py_floormod64"
+            self.set_i64(ind, target, f"{f}({a}, {b})")
+        elif op in _COMPARE and e.ty == BOOL:
+            self.set(ind, target, f"NEWREF(({a} {_COMPARE[op]} {b}) ? Py_True : Py_False)")
+        elif op in ("h.min", "h.max") and e.ty == INT:  # Python's: the first of equal ones
+            self.set_i64(ind, target, f"({b} {'<' if op == 'h.min' else '>'} {a} ? {b} : {a})")
+        elif op in ("h.neg", "h.abs") and e.ty == INT:
+            self.emit(ind, f"if ({a} == {_I64_MIN}) goto overflow;")
+            self.set_i64(ind, target, f"-({a})" if op == "h.neg" else f"({a} < 0 ? -({a}) : {a})")
         else:
-            self.set(ind, target, f"ids_tuple(o, {n_out})")
+            return False
+        self.int_errors = True
+        return True
 
     def op(self, target: str, e: OpCall, ind: int) -> None:
+        if e.op in _NUMBER_OPS and self.int_op(target, e, ind):
+            return
+        if e.op in _COMPARE and all(a.ty == FLOAT for a in e.args):  # floats: no call
+            a, b = (self.atom(x) for x in e.args)
+            self.set(ind, target, f"h_fcmp({a}, {b}, {_RICH[e.op]})")
+            return
         if e.op in _NUMBER_OPS:
             code = _NUMBER_OPS[e.op].format(*(self.atom(a) for a in e.args))
             if e.op in ("h.min", "h.max") and e.ty == FLOAT:
@@ -517,7 +773,7 @@ class _CGen(_Gen):
                 continue
             use = self.use[c.fn]
             r = self.fresh()
-            args = [self.atom(a) for a in c.args]
+            args = self.call_args(c.fn, c.args, ind)
             if use == MOVES:
                 dd = f"dd{j}"
                 self.emit(ind, f"int64_t {dd} = d0;")
@@ -534,13 +790,15 @@ class _CGen(_Gen):
             self.emit(ind, "{")
             self.emit(ind + 1, f"fiber_fn sf[{n}] = {{{fns}}};")
             self.emit(ind + 1, f"PyObject *sa[{n}];")
-            for i, (_, c) in enumerate(spawned):
+            packs = []  # every argument's object first: nothing to release if one fails
+            for _, c in spawned:
                 args = [self.atom(a) for a in c.args]
-                pack = (
+                packs.append(
                     f"PyTuple_Pack({len(args)}{''.join(', ' + a for a in args)})"
                     if args
                     else "NEWREF(EMPTY)"
                 )
+            for i, pack in enumerate(packs):
                 self.emit(ind + 1, f"sa[{i}] = {pack};")
             self.set(ind + 1, r, f"fiber_spawn(st, {n}, sf, sa, d0)")
             self.emit(ind, "}")
@@ -589,7 +847,7 @@ class _CGen(_Gen):
         self.emit(ind + 1, f"for (Py_ssize_t i = 0; i < PyList_GET_SIZE({items}); i++) {{")
         if use:
             self.emit(ind + 2, "int64_t di = d;")
-        call = self.call_expr(e.fn, [f"PyList_GET_ITEM({items}, i)", *extra], "di")
+        call = self.call_expr(e.fn, [f"PyList_GET_ITEM({items}, i)", *extra], "di", boxed=True)
         self.emit(ind + 2, f"PyObject *y = {call};")
         self.emit(ind + 2, "if (y == NULL) goto error;")
         self.emit(ind + 2, f"PyList_SET_ITEM({res}, i, y);")
@@ -719,6 +977,54 @@ static int as_i64(PyObject *v, int64_t *out) {
         return -1;
     *out = (int64_t)x;
     return 0;
+}
+
+/* the int64 of a host int the program also keeps unboxed: exactly a Python int (another
+   int type, a NumPy one say, stops the C program: the Python program computes with it) */
+static inline int ux(PyObject *v, int64_t *out) {
+    if (!PyLong_CheckExact(v)) {
+        PyErr_SetString(PyExc_TypeError, "a host int that is not a Python int");
+        return -1;
+    }
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow) {
+        PyErr_SetString(PyExc_OverflowError, "a host int out of the int64 range");
+        return -1;
+    }
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    *out = (int64_t)x;
+    return 0;
+}
+
+/* Python's a // b and a % b (the caller has ruled out b == 0 and INT64_MIN // -1) */
+static inline int64_t py_floordiv64(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static inline int64_t py_floormod64(int64_t a, int64_t b) {
+    int64_t r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+/* a comparison of two host floats: the doubles' when both are Python floats (what
+   float's own comparison does), else Python's */
+static PyObject *h_fcmp(PyObject *a, PyObject *b, int op) {
+    if (!PyFloat_CheckExact(a) || !PyFloat_CheckExact(b))
+        return PyObject_RichCompare(a, b, op);
+    double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
+    int r;
+    switch (op) {
+    case Py_LT: r = x < y; break;
+    case Py_LE: r = x <= y; break;
+    case Py_GT: r = x > y; break;
+    case Py_GE: r = x >= y; break;
+    case Py_EQ: r = x == y; break;
+    default: r = x != y; break;
+    }
+    return NEWREF(r ? Py_True : Py_False);
 }
 
 static int fbits(PyObject *v, int64_t *out) {
@@ -1767,14 +2073,15 @@ def generate_host_c(
     if g.use.get(m.entry) != MOVES:
         return None
     protos = [g.signature(f) + ";" for f in fns]
-    code = "\n".join(line for body in bodies for line in body)
+    protos += ["__attribute__((unused)) " + g.signature(f, boxed=True) + ";" for f in fns]
+    code = "\n".join(line for body in [*bodies, *map(g.boxed_function, fns)] for line in body)
     tramps = []  # fiber functions on a tuple of their arguments (what a fiber runs)
     for f in fns:
         if f.name in fibers:
             args = "".join(f", PyTuple_GET_ITEM(a, {i})" for i in range(len(f.params)))
             head = f"static PyObject *{_tramp(f.name)}(hs_t *st, PyObject *a, int64_t *dp)"
             protos.append(head + ";")
-            tramps.append(f"{head} {{ return {_fn(f.name)}(st{args}, dp); }}")
+            tramps.append(f"{head} {{ return {_boxed(f.name)}(st{args}, dp); }}")
     init = []
     for i, c in enumerate(g.const_code):
         init.append(f"    if ((K[{i}] = {c}) == NULL) return NULL;")
@@ -1791,7 +2098,7 @@ def generate_host_c(
     )
     epilogue = (f"#define ENTRY_FIBER {_tramp(m.entry)}\n" if fibers else "") + _EPILOGUE.replace(
         "@N_PARAMS@", str(len(entry.params))
-    ).replace("@ENTRY@", _fn(m.entry)).replace(
+    ).replace("@ENTRY@", _boxed(m.entry)).replace(
         "@ENTRY_ARGS@", "".join(f", args[{i}]" for i in range(len(entry.params)))
     ).replace("@N_WEIGHTS@", str(len(weights))).replace("@INIT@", "\n".join(init))
     return "\n".join(

@@ -250,7 +250,7 @@ def main(x: Tensor[H], n: int) -> Tensor[H]:
 
 
 @needs_native
-@pytest.mark.parametrize("depth", [3_000, MAX_C_DEPTH + 100, 30_000])
+@pytest.mark.parametrize("depth", [3_500, MAX_C_DEPTH + 100, 30_000])
 def test_a_fiber_too_deep_for_c_after_a_flush_runs_again_in_python(depth):
     """Past what the fiber's stack holds (a few thousand frames of this function; its
     check stops the C program well before the stack's end), the C run stops after its
