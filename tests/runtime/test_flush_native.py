@@ -434,12 +434,16 @@ def test_new_int64s_is_numpy_empty_from_c():
     ``numpy.empty(shape, numpy.int64)`` gives, for an int or a tuple, and its errors."""
     mod = native.load()
     assert native.new_int64s is mod.new_int64s
-    for shape in (0, 5, (3, 4), (0, 7)):
+    # ints and pairs through NumPy's C API, other shapes through numpy.empty
+    for shape in (0, 5, (3, 4), (0, 7), (), (6,), (2, 3, 4), np.int64(3), [2, 2]):
         a, b = native.new_int64s(shape), np.empty(shape, np.int64)
-        assert a.dtype == b.dtype and a.shape == b.shape and a.flags.c_contiguous
-    for bad in (-1, (2, -3), "x"):
-        with pytest.raises((ValueError, TypeError)):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.flags.c_contiguous and a.flags.writeable and a.flags.owndata
+    for bad in (-1, (2, -3), "x", (2**62, 2**62), (1.5,), 2**70):
+        with pytest.raises((ValueError, TypeError, OverflowError)) as got:
             native.new_int64s(bad)
+        with pytest.raises(got.type):
+            np.empty(bad, np.int64)
 
 
 def test_fiber_flush_leaves_nothing_for_the_cycle_collector():
