@@ -962,9 +962,11 @@ static int rec_row(hs_t *st, int k, int width, const int64_t *row) {
     return 0;
 }
 
-static int as_i64(PyObject *v, int64_t *out) {
-    if (!PyLong_Check(v)) {
-        PyErr_SetString(PyExc_TypeError, "a record argument that is not an int");
+/* the int64 of an int (any, or exactly a Python int when exact), or -1 with an error */
+static inline int to_i64(PyObject *v, int64_t *out, int exact) {
+    if (exact ? !PyLong_CheckExact(v) : !PyLong_Check(v)) {
+        PyErr_SetString(PyExc_TypeError, exact ? "a host int that is not a Python int"
+                                               : "a record argument that is not an int");
         return -1;
     }
     int overflow = 0;
@@ -979,24 +981,12 @@ static int as_i64(PyObject *v, int64_t *out) {
     return 0;
 }
 
+/* a record's argument: any int */
+static int as_i64(PyObject *v, int64_t *out) { return to_i64(v, out, 0); }
+
 /* the int64 of a host int the program also keeps unboxed: exactly a Python int (another
    int type, a NumPy one say, stops the C program: the Python program computes with it) */
-static inline int ux(PyObject *v, int64_t *out) {
-    if (!PyLong_CheckExact(v)) {
-        PyErr_SetString(PyExc_TypeError, "a host int that is not a Python int");
-        return -1;
-    }
-    int overflow = 0;
-    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-    if (overflow) {
-        PyErr_SetString(PyExc_OverflowError, "a host int out of the int64 range");
-        return -1;
-    }
-    if (x == -1 && PyErr_Occurred())
-        return -1;
-    *out = (int64_t)x;
-    return 0;
-}
+static inline int ux(PyObject *v, int64_t *out) { return to_i64(v, out, 1); }
 
 /* Python's a // b and a % b (the caller has ruled out b == 0 and INT64_MIN // -1) */
 static inline int64_t py_floordiv64(int64_t a, int64_t b) {

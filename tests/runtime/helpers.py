@@ -117,3 +117,17 @@ def bad_token_program(twins: bool = True):
     if not twins:
         options = options.without("twin_launches")
     return acrobat.compile(module, params, options)
+
+
+def run_host_c(prog, xs, mode: str):
+    """An untraced batched run of ``prog`` on ``xs`` with the acrobat policy and the host
+    program ``mode`` picks: "1" the compiled (C) one, "0" the Python one."""
+    from acrobat.runtime.run import prepare
+
+    rt = prepare(prog)
+    old = rt.host_c_mode
+    rt.host_c_mode = mode
+    try:
+        return acrobat.run(prog, xs, policy="acrobat", strategy="batched", trace_level="off")
+    finally:
+        rt.host_c_mode = old

@@ -30,6 +30,7 @@ from acrobat.models import MODEL_NAMES, VARIANTS, load
 from acrobat.passes.options import OPT_IN, OPTIMIZATIONS
 from acrobat.runtime import run as run_mod
 from acrobat.runtime.run import _RunState, prepare
+from tests.runtime.helpers import run_host_c as run
 
 needs_native = pytest.mark.skipif(
     native.load() is None, reason=f"no C compiler here: {native.status()}"
@@ -164,16 +165,6 @@ def test_saved_fuzz_cases_record_the_same_rows_in_c(path):
     (raw_py, recs_py, nv_py), (raw_c, recs_c, nv_c) = expected
     assert nv_c == nv_py and values_equal(raw_py, raw_c)
     assert all(np.array_equal(a, b) for a, b in zip(recs_py, recs_c))
-
-
-def run(prog, xs, mode):
-    rt = prepare(prog)
-    old = rt.host_c_mode
-    rt.host_c_mode = mode
-    try:
-        return acrobat.run(prog, xs, policy="acrobat", strategy="batched", trace_level="off")
-    finally:
-        rt.host_c_mode = old
 
 
 def _same_error_either_way(source: str, bad: int, message: str):

@@ -16,7 +16,7 @@ import acrobat
 from acrobat import native
 from acrobat.errors import InstanceError
 from acrobat.ir.values import from_list, values_equal
-from acrobat.runtime.run import prepare
+from tests.runtime.helpers import run_host_c as run
 
 needs_native = pytest.mark.skipif(
     native.load() is None, reason=f"no C compiler here: {native.status()}"
@@ -39,16 +39,6 @@ def main(x: Tensor[H], a: int, b: int) -> tuple[Tensor[H], int]:
         return tanh(x) + embed(W, (k % 7 + 7) % 7), k
     return x, k + 1
 """
-
-
-def run(prog, xs, mode):
-    rt = prepare(prog)
-    old = rt.host_c_mode
-    rt.host_c_mode = mode
-    try:
-        return acrobat.run(prog, xs, policy="acrobat", strategy="batched", trace_level="off")
-    finally:
-        rt.host_c_mode = old
 
 
 def compiled(source):
