@@ -117,8 +117,7 @@ _NUMBER_OPS = {
 assert set(_NUMBER_OPS) == set(_HOST_OPS), "every host op needs its C form"
 
 _COMPARE = {"h.lt": "<", "h.le": "<=", "h.gt": ">", "h.ge": ">=", "h.eq": "==", "h.ne": "!="}
-_RICH = {"h.lt": "Py_LT", "h.le": "Py_LE", "h.gt": "Py_GT", "h.ge": "Py_GE", "h.eq": "Py_EQ"}
-_RICH["h.ne"] = "Py_NE"
+_RICH = {op: "Py_" + op[2:].upper() for op in _COMPARE}  # h.lt -> Py_LT
 
 
 class Unsupported(Exception):

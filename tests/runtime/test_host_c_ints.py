@@ -215,3 +215,38 @@ def test_float_comparisons_are_pythons_nan_included():
     assert got[:6] == [
         (a < b, a == b, a != b) for a, b in [(np.float32(a).item(), b) for a, b in vals]
     ]
+
+
+MAPS = """H = Size("H", 2)
+V = Size("V", 9)
+E: Param[V, H]
+
+def scale(k: int, x: Tensor[H], n: int) -> Tensor[H]:
+    if (k * n) % 3 == 1:
+        return tanh(x + embed(E, k % 9))
+    return x
+
+def two(x: Tensor[H], n: int) -> tuple[Tensor[H], int]:
+    return tanh(x), n - 1
+
+def main(x: Tensor[H], ks: List[int], n: int) -> tuple[List[Tensor[H]], int, int]:
+    ys = map(scale, ks, x, n)
+    (a, m1), (b, m2) = parallel(two(x, n), two(x + x, n * 2))
+    return ys, m1 + m2, len(ks)
+"""
+
+
+@needs_native
+def test_maps_and_parallel_calls_pass_ints_and_tensors_as_the_python_program_does():
+    """A map's items and extra arguments reach the C function through its boxed wrapper;
+    a parallel's calls take int64s; a list of tensors and host ints come back."""
+    prog = compiled(MAPS)
+    xs = [
+        (np.full(2, 0.1 * (i + 1), np.float32), from_list(list(range(i, 3 * i + 2))), n)
+        for i, n in enumerate((1, -4, 7, 0))
+    ]
+    c, py = run(prog, xs, "1"), run(prog, xs, "0")
+    assert c.stats.host_code == "c"
+    assert values_equal(c.outputs, py.outputs, rtol=0, atol=0)
+    ns = (1, -4, 7, 0)
+    assert [tuple(o[1:]) for o in c.outputs] == [(3 * n - 2, 2 * i + 2) for i, n in enumerate(ns)]
