@@ -805,7 +805,7 @@ class _CGen(_Gen):
                 outs[j] = f"spawn_value({r}, {i})"
                 dd = f"ds{j}"
                 self.emit(ind, f"int64_t {dd};")
-                self.emit(ind, f"if (spawn_depth({r}, {i}, &{dd}) < 0) goto error;")
+                self.emit(ind, f"if (spawn_depth(st, {i}, &{dd}) < 0) goto error;")
                 ds.append(dd)
         self.set(
             ind,
@@ -836,7 +836,7 @@ class _CGen(_Gen):
             )
             self.set(ind, ex, pack)
             self.set(ind, r, f"fiber_spawn_map(st, {_tramp(e.fn)}, {items}, {ex}, d)")
-            self.set(ind, res, f"spawn_values({r}, &d)")
+            self.set(ind, res, f"spawn_values(st, {r}, &d)")
             self.set(ind, target, f"from_list(st, {res})")
             return
         self.set(ind, res, f"PyList_New(PyList_GET_SIZE({items}))")
@@ -1202,14 +1202,16 @@ struct fiber {
     fiber_t *parent;        /* the spawning fiber (NULL: an instance) */
     Py_ssize_t slot;        /* its place in the parent's results (an instance: its number) */
     Py_ssize_t pending;     /* a spawn's children still running */
-    PyObject *results;      /* a spawn's results so far: a tuple of (value, depth) */
+    PyObject *results;      /* a spawn's results so far: a tuple of the children's values */
+    int64_t *depths;        /* and their depths (owned; read right after the spawn) */
     fiber_t **kids;         /* a spawn's children, for the scheduler to queue */
     Py_ssize_t n_kids;
     int64_t inst, d;        /* its instance; the depth it starts at */
     int depth, state, op, abort;
     fiber_fn fn;            /* what it runs, on */
     PyObject *args;         /* these arguments (a tuple; owned until it starts) */
-    PyObject *ret;          /* F_DONE: (value, depth) */
+    PyObject *ret;          /* F_DONE: its value (owned) */
+    int64_t ret_d;          /* and the depth it ended at */
     PyObject *vid;          /* F_READ: the value id it reads */
     PyObject *answer;       /* what its wait returns (owned until taken) */
 };
@@ -1335,15 +1337,10 @@ static void fiber_start(void) {
     PyObject *r = f->fn(st, args, &d);
     Py_DECREF(args);
     f->state = F_ERROR;
-    if (r != NULL) {
-        PyObject *dd = PyLong_FromLongLong(d);
-        if (dd != NULL) {
-            f->ret = PyTuple_Pack(2, r, dd);
-            Py_DECREF(dd);
-            if (f->ret != NULL)
-                f->state = F_DONE;
-        }
-        Py_DECREF(r);
+    if (r != NULL) { /* its value and depth as they are: no tuple, no int object */
+        f->ret = r;
+        f->ret_d = d;
+        f->state = F_DONE;
     }
     TO_SCHEDULER(st, f); /* never resumed */
     abort();
@@ -1415,16 +1412,18 @@ static fiber_t *fiber_new(hs_t *st, fiber_fn fn, PyObject *args, int64_t d, int6
     return f;
 }
 
-/* child i's value (borrowed) and depth, of a spawn's results */
+/* child i's value (borrowed), of a spawn's results */
 static PyObject *spawn_value(PyObject *results, Py_ssize_t i) {
-    return PyTuple_GET_ITEM(PyTuple_GET_ITEM(results, i), 0);
+    return PyTuple_GET_ITEM(results, i);
 }
 
-static int spawn_depth(PyObject *results, Py_ssize_t i, int64_t *d) {
-    long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(PyTuple_GET_ITEM(results, i), 1));
-    if (v == -1 && PyErr_Occurred())
+/* child i's depth, of the spawn the running fiber has just come back from */
+static int spawn_depth(hs_t *st, Py_ssize_t i, int64_t *d) {
+    if (st->cur == NULL || st->cur->depths == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a spawn's depths outside its fiber");
         return -1;
-    *d = (int64_t)v;
+    }
+    *d = st->cur->depths[i];
     return 0;
 }
 
@@ -1441,6 +1440,13 @@ static PyObject *fiber_spawn(hs_t *st, Py_ssize_t n, fiber_fn *fns, PyObject **a
     }
     if (ok && (f->results = PyTuple_New(n)) == NULL)
         ok = 0;
+    if (ok) {
+        PyMem_Free(f->depths);
+        if ((f->depths = PyMem_Calloc((size_t)n, sizeof(int64_t))) == NULL) {
+            PyErr_NoMemory();
+            ok = 0;
+        }
+    }
     for (Py_ssize_t i = 0; ok && i < n; i++) {
         f->kids[i] = fiber_new(st, fns[i], args[i], d, f->inst, f, i);
         ok = f->kids[i] != NULL;
@@ -1500,14 +1506,14 @@ static PyObject *fiber_spawn_map(hs_t *st, fiber_fn fn, PyObject *items, PyObjec
 }
 
 /* the values of a spawn's results, as a list; *d becomes the max of *d and their depths */
-static PyObject *spawn_values(PyObject *results, int64_t *d) {
+static PyObject *spawn_values(hs_t *st, PyObject *results, int64_t *d) {
     Py_ssize_t n = PyTuple_GET_SIZE(results);
     PyObject *out = PyList_New(n);
     if (out == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t di;
-        if (spawn_depth(results, i, &di) < 0) {
+        if (spawn_depth(st, i, &di) < 0) {
             Py_DECREF(out);
             return NULL;
         }
@@ -1769,6 +1775,7 @@ static void fibers_free(hs_t *st) {
         Py_XDECREF(f->vid);
         Py_XDECREF(f->answer);
         Py_XDECREF(f->results);
+        PyMem_Free(f->depths);
         PyMem_Free(f->kids);
         if (f->stack != NULL)
             stack_put(f->stack);
@@ -1847,10 +1854,17 @@ static PyObject *hs_run_fibers(PyObject *self, PyObject *const *args, Py_ssize_t
                 PyObject *ret = f->ret;
                 f->ret = NULL;
                 fiber_t *p = f->parent;
-                if (p == NULL) {
-                    PyList_SetItem(results, f->slot, ret);
+                if (p == NULL) { /* an instance: (value, depth) */
+                    PyObject *dd = PyLong_FromLongLong(f->ret_d);
+                    PyObject *pair = dd == NULL ? NULL : PyTuple_Pack(2, ret, dd);
+                    Py_XDECREF(dd);
+                    Py_DECREF(ret);
+                    if (pair == NULL)
+                        goto fail;
+                    PyList_SetItem(results, f->slot, pair);
                 } else {
                     PyTuple_SET_ITEM(p->results, f->slot, ret);
+                    p->depths[f->slot] = f->ret_d;
                     if (--p->pending == 0 && queue_push(&ready, p) < 0)
                         goto fail;
                 }
