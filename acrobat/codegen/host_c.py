@@ -1428,7 +1428,7 @@ static int spawn_depth(hs_t *st, Py_ssize_t i, int64_t *d) {
 }
 
 /* run fns[i](args[i] (stolen), depth d) as n child fibers of the running one, and wait for
-   them all: a new tuple of their (value, depth), in order */
+   them all: a new tuple of their values, in order (their depths: spawn_depth) */
 static PyObject *fiber_spawn(hs_t *st, Py_ssize_t n, fiber_fn *fns, PyObject **args, int64_t d) {
     fiber_t *f = st->cur;
     int ok = f != NULL;
