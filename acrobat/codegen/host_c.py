@@ -158,6 +158,12 @@ def _unboxes(ty) -> bool:
 _I64_MIN = "(-9223372036854775807LL - 1)"
 
 
+def _box(kind: str, value: str) -> str:
+    """The object (a new reference) of int64 ``value`` of shadow ``kind``: an int, or the
+    tuple of a kernel's ``k`` output ids starting at ``value`` ("n<k>")."""
+    return f"PyLong_FromLongLong({value})" if kind == "i" else f"ids_tuple({value}, {kind[1:]})"
+
+
 class _Conflict(Exception):
     """A C local whose definitions disagree on its int64 shadow: the function is generated
     again without one for it."""
@@ -280,9 +286,8 @@ class _CGen(_Gen):
         the first of a kernel's ``k`` output ids (kind "n<k>"); its object is made when
         something needs it."""
         self.locals.add(target)
-        box = f"PyLong_FromLongLong({value})" if kind == "i" else f"ids_tuple({value}, {kind[1:]})"
         if self.define(target, kind) is None:  # no shadow: the object now
-            self.emit(ind, f"SET({target}, {box});")
+            self.emit(ind, f"SET({target}, {_box(kind, value)});")
             return
         self.emit(ind, f"Py_CLEAR({target}); {_u(target)} = {value};")
 
@@ -307,11 +312,7 @@ class _CGen(_Gen):
         if name not in self.kinds:
             self.boxed_uses.add(name)
         elif kind is not None:
-            box = (
-                f"PyLong_FromLongLong({_u(name)})"
-                if kind == "i"
-                else f"ids_tuple({_u(name)}, {kind[1:]})"
-            )
+            box = _box(kind, _u(name))
             self.emit(self.ind, f"if ({name} == NULL && ({name} = {box}) == NULL) goto error;")
         return name
 
@@ -406,7 +407,7 @@ class _CGen(_Gen):
     def function_once(self, f: Function, no_shadow: frozenset[str]) -> list[str]:
         self.lines, self.tmp, self.locals, self.depths = [], 0, set(), set()
         self.kinds, self.tys, self.boxed_uses, self.convs = {}, {}, set(), set()
-        self.int_errors = False  # an int64 op may stop the program: its two exits
+        self.int_errors = False  # an int64 op jumps to the two exits that stop the program
         self.no_shadow = no_shadow
         self.below = {}
         self.current = f
@@ -523,14 +524,10 @@ class _CGen(_Gen):
                         self.emit(ind + 1, f"Py_INCREF({n});")
                     news.append(n)
                 for p, n in zip(params, news):
-                    name = _v(p.name)
-                    if not _unboxes(p.ty):
-                        self.emit(ind + 1, f"Py_XSETREF({name}, {n});")
-                    elif self.kinds.get(name) == "i":
-                        self.emit(ind + 1, f"Py_CLEAR({name}); {_u(name)} = {n};")
+                    if _unboxes(p.ty):  # its shadow, or its object when it has none
+                        self.set_i64(ind + 1, _v(p.name), n)
                     else:
-                        self.emit(ind + 1, f"Py_XSETREF({name}, PyLong_FromLongLong({n}));")
-                        self.emit(ind + 1, f"if ({name} == NULL) goto error;")
+                        self.emit(ind + 1, f"Py_XSETREF({_v(p.name)}, {n});")
                 self.emit(ind, "}")
             self.emit(ind, "goto top;")
             return
@@ -610,8 +607,8 @@ class _CGen(_Gen):
     def bind(self, target: str, e: Expr, ind: int) -> None:
         t = type(e)
         self.tys[target] = e.ty
-        if t in (Var, Const) and e.ty is not None and _unboxes(e.ty) and self.unboxed(e):
-            self.set_i64(ind, target, self.unboxed(e))
+        if t in (Var, Const) and e.ty is not None and _unboxes(e.ty) and (u := self.unboxed(e)):
+            self.set_i64(ind, target, u)
         elif t is Var and (self.kinds.get(_v(e.name)) or "").startswith("n"):
             self.set_i64(ind, target, _u(_v(e.name)), self.kinds[_v(e.name)])
         elif t in (Var, Const, ParamRef, GlobalRef):
@@ -713,11 +710,13 @@ class _CGen(_Gen):
             self.emit(ind, "{")
             self.emit(ind + 1, "int64_t x_;")
             self.emit(ind + 1, f"if (__builtin_{op[2:]}_overflow({a}, {b}, &x_)) goto overflow;")
+            self.int_errors = True
             self.set_i64(ind + 1, target, "x_")
             self.emit(ind, "}")
         elif op in ("h.floordiv", "h.mod") and e.ty == INT:
             self.emit(ind, f"if ({b} == 0) goto zerodiv;")
             self.emit(ind, f"if ({b} == -1 && {a} == {_I64_MIN}) goto overflow;")
+            self.int_errors = True
             f = "py_floordiv64" if op == "h.floordiv" else "py_floormod64"
             self.set_i64(ind, target, f"{f}({a}, {b})")
         elif op in _COMPARE and e.ty == BOOL:
@@ -726,10 +725,10 @@ class _CGen(_Gen):
             self.set_i64(ind, target, f"({b} {'<' if op == 'h.min' else '>'} {a} ? {b} : {a})")
         elif op in ("h.neg", "h.abs") and e.ty == INT:
             self.emit(ind, f"if ({a} == {_I64_MIN}) goto overflow;")
+            self.int_errors = True
             self.set_i64(ind, target, f"-({a})" if op == "h.neg" else f"({a} < 0 ? -({a}) : {a})")
         else:
             return False
-        self.int_errors = True
         return True
 
     def op(self, target: str, e: OpCall, ind: int) -> None:
