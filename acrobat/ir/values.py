@@ -175,9 +175,14 @@ def _fits(m: Module, value: Any, ty: Type) -> bool:
     return _checker(m, ty)(value)
 
 
-def _checker(m: Module, ty: Type):
+def _checker(m: Module, ty: Type, many: bool = False):
     """``fits(value) -> bool`` for values of ``ty``: what it needs (field tables, the native
-    maker, the leaf check) found once, for checking many values."""
+    maker, the leaf check) found once, for checking many values. ``many``: instead
+    ``fits_all(values: list) -> int``, the index of the first value that does not fit or
+    -1, in one native call; None (not offered) for other than ADT and tuple types or
+    without the native maker."""
+    if many and (type(ty) not in (AdtType, TupleType) or native.adt_maker(AdtValue) is None):
+        return None
     if type(ty) is TensorType:  # a leaf: _mismatch's test, its constants made once
         shape, dtype = ty.shape, np.dtype(ty.dtype)
         return lambda v: isinstance(v, np.ndarray) and v.shape == shape and v.dtype == dtype
@@ -195,6 +200,8 @@ def _checker(m: Module, ty: Type):
     def leaf(v, t):
         return _mismatch(m, v, t) is None
 
+    if many:
+        return lambda values: fits(values, ty, tables, AdtType, TupleType, leaf, True)
     return lambda value: fits(value, ty, tables, AdtType, TupleType, leaf)
 
 
@@ -296,8 +303,16 @@ def entry_args(m: Module, instance: Any, index: int | None = None) -> tuple[Any,
 def entry_args_all(m: Module, instances: list) -> list[tuple[Any, ...]]:
     """:func:`entry_args` of every instance, in order (the first that does not fit raises,
     naming its index), with the checks' setup made once: 64 instances cost ~160 us one by
-    one, most of it that setup."""
-    check = _entry_checker(m)
+    one, most of it that setup. An entry of one ADT or tuple parameter checks them all in
+    one native call (``maker.fits`` of the list): BiRNN small b64's 64 token lists, 80 ->
+    ~40 us (timeit); where one does not fit, each is checked again as before, so the
+    error is the same."""
+    params = m.main.params
+    if len(params) == 1 and type(instances) is list:
+        fits_all = _checker(m, params[0].ty, many=True)
+        if fits_all is not None and fits_all(instances) < 0:  # all fit: one native call
+            return [(x,) for x in instances]
+    check = _entry_checker(m)  # (a misfit: each checked again, the first one explained)
     return [check(x, i) for i, x in enumerate(instances)]
 
 

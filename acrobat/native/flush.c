@@ -1339,3 +1339,136 @@ PyObject *acrobat_new_int64s(PyObject *self, PyObject *shape) {
     PyObject *args[2] = {shape, NP_INT64};
     return PyObject_Vectorcall(NP_EMPTY, args, 2, NULL);
 }
+
+/* read_rows(arenas, heads, row_of, arena_of) -> list | None: Executor.read_many of every
+ * value id in ``heads`` (a list of lists of ids: the elements of the run's list-of-tensor
+ * results, list_heads), flattened in order, in one call: the rows copied into one new
+ * [n, width] array of the arena's dtype and each id's tensor a view of its row, shaped as
+ * the arena's tensors (what read_many's take and ``list(data.reshape(...))`` make).
+ * None (nothing done, no error) where that way does not apply: no NumPy C API, a head
+ * that is not an exact list, an id that is not an exact int or not a value, ids in more
+ * than one arena, an arena whose buffer is not a C-contiguous [rows, width] array or
+ * whose shape is () or does not hold ``width`` items; the caller reads them as before.
+ * BiRNN small b64's 1,289 output tensors: ~0.18 ms through read_many's gather and the
+ * list of views, most of it the views' Python calls. */
+PyObject *acrobat_read_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "read_rows(arenas, heads, row_of, arena_of)");
+        return NULL;
+    }
+    PyObject *arenas = args[0], *heads = args[1];
+    if (!numpy_api() || !PyList_CheckExact(arenas) || !PyList_CheckExact(heads) ||
+        !PyArray_Check(args[2]) || !PyArray_Check(args[3]))
+        Py_RETURN_NONE;
+    PyArrayObject *rows_a = (PyArrayObject *)args[2], *which_a = (PyArrayObject *)args[3];
+    if (PyArray_NDIM(rows_a) != 1 || PyArray_TYPE(rows_a) != NPY_INT64 ||
+        !PyArray_IS_C_CONTIGUOUS(rows_a) || PyArray_NDIM(which_a) != 1 ||
+        PyArray_TYPE(which_a) != NPY_INT16 || !PyArray_IS_C_CONTIGUOUS(which_a))
+        Py_RETURN_NONE;
+    const int64_t *row_of = PyArray_DATA(rows_a);
+    const int16_t *arena_of = PyArray_DATA(which_a);
+    npy_intp cap = PyArray_DIM(rows_a, 0) < PyArray_DIM(which_a, 0) ? PyArray_DIM(rows_a, 0)
+                                                                     : PyArray_DIM(which_a, 0);
+    Py_ssize_t n = 0, n_heads = PyList_GET_SIZE(heads);
+    int arena = -1;
+    for (Py_ssize_t h = 0; h < n_heads; h++) { /* every id checked before anything is made */
+        PyObject *ids = PyList_GET_ITEM(heads, h);
+        if (!PyList_CheckExact(ids))
+            Py_RETURN_NONE;
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(ids); j++) {
+            PyObject *x = PyList_GET_ITEM(ids, j);
+            if (!PyLong_CheckExact(x))
+                Py_RETURN_NONE;
+            long long v = PyLong_AsLongLong(x);
+            if (v == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                Py_RETURN_NONE;
+            }
+            if (v < 0 || v >= cap || (arena >= 0 && arena_of[v] != arena))
+                Py_RETURN_NONE;
+            arena = arena_of[v];
+        }
+        n += PyList_GET_SIZE(ids);
+    }
+    if (n == 0)
+        return PyList_New(0);
+    if (arena >= PyList_GET_SIZE(arenas))
+        Py_RETURN_NONE;
+    PyObject *a = PyList_GET_ITEM(arenas, arena);
+    PyObject *buf = PyObject_GetAttrString(a, "buf");
+    PyObject *shape = buf == NULL ? NULL : PyObject_GetAttrString(a, "shape");
+    PyObject *data = NULL, *out = NULL;
+    if (shape == NULL)
+        goto done;
+    npy_intp dims[NPY_MAXDIMS];
+    Py_ssize_t nd = PyTuple_Check(shape) ? PyTuple_GET_SIZE(shape) : 0;
+    if (nd < 1 || nd > NPY_MAXDIMS || !PyArray_Check(buf))
+        goto none;
+    PyArrayObject *b = (PyArrayObject *)buf;
+    if (PyArray_NDIM(b) != 2 || !PyArray_IS_C_CONTIGUOUS(b))
+        goto none;
+    npy_intp count = 1, width = PyArray_DIM(b, 1), rows = PyArray_DIM(b, 0);
+    for (Py_ssize_t i = 0; i < nd; i++) {
+        PyObject *d = PyTuple_GET_ITEM(shape, i);
+        Py_ssize_t v = PyLong_CheckExact(d) ? PyLong_AsSsize_t(d) : -1;
+        if (v < 0) {
+            PyErr_Clear();
+            goto none;
+        }
+        dims[i] = v;
+        count *= v;
+    }
+    if (count != width || width == 0)
+        goto none;
+    PyArray_Descr *descr = PyArray_DESCR(b);
+    size_t row_bytes = (size_t)width * (size_t)PyArray_ITEMSIZE(b);
+    npy_intp all[2] = {n, width};
+    Py_INCREF(descr); /* stolen */
+    data = PyArray_NewFromDescr(&PyArray_Type, descr, 2, all, NULL, NULL, 0, NULL);
+    if (data == NULL)
+        goto done;
+    const char *src = PyArray_BYTES(b);
+    char *dst = PyArray_BYTES((PyArrayObject *)data);
+    Py_ssize_t k = 0;
+    for (Py_ssize_t h = 0; h < n_heads; h++) {
+        PyObject *ids = PyList_GET_ITEM(heads, h);
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(ids); j++, k++) {
+            int64_t r = row_of[PyLong_AsLongLong(PyList_GET_ITEM(ids, j))];
+            if (r < 0 || r >= rows) { /* a row the arena does not have: read_many decides */
+                Py_CLEAR(data);
+                goto none;
+            }
+            memcpy(dst + (size_t)k * row_bytes, src + (size_t)r * row_bytes, row_bytes);
+        }
+    }
+    out = PyList_New(n);
+    if (out == NULL)
+        goto done;
+    for (k = 0; k < n; k++) {
+        Py_INCREF(descr);
+        PyObject *view = PyArray_NewFromDescr(&PyArray_Type, descr, (int)nd, dims, NULL,
+                                              dst + (size_t)k * row_bytes, NPY_ARRAY_WRITEABLE,
+                                              NULL);
+        if (view == NULL)
+            goto fail;
+        Py_INCREF(data); /* stolen, also on failure */
+        if (PyArray_SetBaseObject((PyArrayObject *)view, data) < 0) {
+            Py_DECREF(view);
+            goto fail;
+        }
+        PyList_SET_ITEM(out, k, view);
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+    goto done;
+none:
+    out = Py_None;
+    Py_INCREF(out);
+done:
+    Py_XDECREF(data);
+    Py_XDECREF(shape);
+    Py_XDECREF(buf);
+    return out;
+}

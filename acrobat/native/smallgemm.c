@@ -1110,6 +1110,7 @@ PyObject *acrobat_list_schedule(PyObject *self, PyObject *const *args, Py_ssize_
 PyObject *acrobat_schedule_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *acrobat_fiber_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *acrobat_new_int64s(PyObject *self, PyObject *shape);
+PyObject *acrobat_read_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* values.c: ADT values made and walked in C for the host program */
 PyObject *acrobat_adt_maker(PyObject *self, PyObject *cls);
 
@@ -1146,6 +1147,9 @@ static PyMethodDef methods[] = {
      "FiberFlush: a compiled fiber program's flushes and reads without Python (flush.c)"},
     {"new_int64s", acrobat_new_int64s, METH_O,
      "new_int64s(shape) -> numpy.empty(shape, numpy.int64), called from C (flush.c)"},
+    {"read_rows", (PyCFunction)(void (*)(void))acrobat_read_rows, METH_FASTCALL,
+     "read_rows(arenas, heads, row_of, arena_of) -> list | None: the tensors of lists of "
+     "value ids, flattened, as views of one copy of their rows (flush.c)"},
     {"adt_maker", acrobat_adt_maker, METH_O,
      "adt_maker(cls) -> maker: maker(ctor, fields) makes cls's value in C (values.c)"},
     {"park", park, METH_NOARGS, "the helper thread sleeps until the next two-thread call"},

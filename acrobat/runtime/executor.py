@@ -90,6 +90,8 @@ class Executor:
         self.native_reads = (
             getattr(native.load(), "read_answers", None) if backend.xp is np else None
         )
+        # the outputs' lists of tensors read in one native call (flush.c read_rows)
+        self.native_rows = getattr(native.load(), "read_rows", None) if backend.xp is np else None
         # a whole flush in one native call (flush.c run_flush): host arenas whose kernels
         # gather their own inputs and copy scattered rows (the NumPy backend); per DFG
         # kernel what it needs: (fn, outputs, arguments, a twin group's member count)
@@ -248,6 +250,16 @@ class Executor:
             for i, x in zip(idx, self._rows_of(a, rows[idx], [vids[i] for i in idx])):
                 out[i] = x
         return out
+
+    def read_heads(self, heads: list[list[int]]) -> list[np.ndarray]:
+        """:meth:`read_many` of the value ids of every list in ``heads``, flattened in
+        order: on host arenas one native call (``read_rows``, flush.c) that copies the
+        rows and makes their views, where the ids are all in one arena."""
+        if self.native_rows is not None:
+            got = self.native_rows(self.arena_list, heads, self.row_of, self.arena_of)
+            if got is not None:
+                return got
+        return self.read_many([i for h in heads for i in h])
 
     def _rows_of(self, a: int, rows: np.ndarray, vids: list[int]) -> list[np.ndarray]:
         arena = self.arena_list[a]

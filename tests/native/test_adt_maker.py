@@ -253,3 +253,139 @@ def test_relist_rebuilds_a_list_with_new_heads_tail_first():
         make.relist(lst, ["a"], 0)
     with pytest.raises(TypeError):
         make.relist(lst, ("a", "b", "c"), 0)  # items must be a list
+
+
+@needs_native
+@pytest.mark.parametrize(
+    "name", ["birnn", "treelstm", "stackrnn", "mvrnn", "nestedrnn", "treelstm_childsum"]
+)
+def test_the_c_check_of_a_list_of_values_finds_the_first_misfit(name):
+    """``maker.fits(values, ..., True)``: -1 when every value fits, else the index of the
+    first one that does not, as the one-value check answers each; ``entry_args_all``
+    answers and raises as the per-instance check does."""
+    from acrobat.ir import values as V
+
+    spec = load(name, "small")
+    m = spec.module
+    xs = list(spec.instances(6, seed=3))
+    (p,) = m.main.params
+    fits_all = V._checker(m, p.ty, many=True)
+    assert V._checker(m, load("berxit", "small").module.main.params[0].ty, many=True) is None
+    assert fits_all(xs) == -1 and fits_all([]) == -1
+    assert V.entry_args_all(m, xs) == [(x,) for x in xs]
+    bad = _mutations(xs[2])
+    for wrong in [*bad, 5, None]:
+        mixed = xs[:2] + [wrong] + xs[3:] + [wrong]
+        one = [V._fits(m, v, p.ty) for v in mixed]
+        want = one.index(False) if False in one else -1
+        assert fits_all(mixed) == want
+        # the same answer or error as one by one (a misfit the explanation lets pass, an
+        # int field holding a NumPy int, passes both ways)
+        try:
+            one_by_one = [V.entry_args(m, v, i) for i, v in enumerate(mixed)]
+        except acrobat.InstanceError as one_err:
+            with pytest.raises(acrobat.InstanceError) as err:
+                V.entry_args_all(m, mixed)
+            assert str(err.value) == str(one_err) and err.value.index == one_err.index
+        else:
+            assert V.entry_args_all(m, mixed) == one_by_one
+    with pytest.raises(TypeError, match="list of values"):
+        native.adt_maker(AdtValue).fits(tuple(xs), p.ty, None, None, None, None, True)
+
+
+@needs_native
+def test_lists_split_items_into_lists_of_the_given_lengths():
+    make = native.adt_maker(AdtValue)
+    items = list(range(7))
+    like = [[0, 0], [], [0, 0, 0, 0, 0], []]
+    out = make.lists(items, like)
+    assert [to_list(x) for x in out] == [[0, 1], [], [2, 3, 4, 5, 6], []]
+    assert all(type(x) is AdtValue for x in out)
+    assert out == [make.list(items[0:2]), make.list([]), make.list(items[2:]), make.list([])]
+    assert make.lists([], []) == []
+    with pytest.raises(ValueError, match="8 items for lists of 7"):
+        make.lists(items + [7], like)
+    with pytest.raises(TypeError):
+        make.lists(tuple(items), like)
+    with pytest.raises(TypeError):
+        make.lists(items, [(0,) * 7])
+
+
+class _Arena:
+    def __init__(self, buf, shape):
+        self.buf, self.shape = buf, shape
+
+
+@needs_native
+def test_read_rows_copies_rows_into_views_as_read_many_makes_them():
+    """``read_rows``: the rows of lists of value ids copied into one new array, each id's
+    tensor a writable C-contiguous view of its row, shaped as the arena's tensors; None
+    (the caller's general read) where it does not apply."""
+    mod = native.load()
+    rng = np.random.default_rng(0)
+    a0 = _Arena(rng.standard_normal((10, 6)).astype(np.float32), (2, 3))
+    a1 = _Arena(rng.standard_normal((4, 6)), (6,))
+    scalar = _Arena(np.zeros((3, 1), np.float32), ())
+    row_of = np.array([3, 0, 9, 1, 2, 0, 7, 5], np.int64)
+    arena_of = np.array([0, 0, 0, 1, 1, 2, 0, 0], np.int16)
+    arenas = [a0, a1, scalar]
+    heads = [[0, 2], [], [6, 0, 7]]
+    got = mod.read_rows(arenas, heads, row_of, arena_of)
+    flat = [0, 2, 6, 0, 7]
+    assert len(got) == 5
+    for v, x in zip(flat, got):
+        want = a0.buf[row_of[v]].reshape(2, 3)
+        assert type(x) is np.ndarray and x.dtype == np.float32 and x.shape == (2, 3)
+        assert np.array_equal(x, want) and x.flags.c_contiguous and x.flags.writeable
+        assert not np.shares_memory(x, a0.buf)  # a copy: the arena's rows are reused
+    got[0][0, 0] = 99.0  # views of one block, each its own row
+    assert got[1][0, 0] != 99.0 and a0.buf[3, 0] != 99.0
+    f64 = mod.read_rows(arenas, [[3], [4]], row_of, arena_of)
+    assert [x.dtype for x in f64] == [np.float64] * 2 and np.array_equal(f64[1], a1.buf[2])
+    assert mod.read_rows(arenas, [], row_of, arena_of) == []
+    assert mod.read_rows(arenas, [[], []], row_of, arena_of) == []
+    for bad_heads in (
+        [[0, 3]],  # two arenas
+        [[5]],  # a scalar arena (its reads are numbers, not views)
+        [[8]],  # past row_of
+        [[-1]],
+        [(0, 2)],  # a tuple of ids
+        [[np.int64(0)]],
+        [[True]],
+    ):
+        assert mod.read_rows(arenas, bad_heads, row_of, arena_of) is None, bad_heads
+    far = np.array([30], np.int64)
+    assert mod.read_rows(arenas, [[0]], far, arena_of[:1]) is None  # a row past the buffer
+    assert mod.read_rows(arenas, [[0]], row_of.astype(np.int32), arena_of) is None
+    assert mod.read_rows(arenas, [[0]], row_of, arena_of.astype(np.int64)) is None
+    assert mod.read_rows([_Arena(a0.buf[:, ::2], (3,))], [[0]], row_of, arena_of) is None
+    with pytest.raises(TypeError):
+        mod.read_rows(arenas, heads, row_of)
+
+
+@needs_native
+def test_list_outputs_are_read_in_one_native_call_with_the_same_values(monkeypatch):
+    """A run's list-of-tensor results read through ``Executor.read_heads`` equal the ones
+    read id by id, and the interpreter's."""
+    from acrobat.runtime import executor as E
+
+    spec = load("birnn", "tiny")
+    xs = list(spec.instances(5, seed=1))
+    xs.append(type(xs[0])([]) if isinstance(xs[0], list) else from_list([]))  # empty: []
+    prog = acrobat.compile(spec.module, spec.params)
+    calls = []
+    real = E.Executor.read_heads
+
+    def spy(self, heads):
+        out = real(self, heads)
+        ids = [i for h in heads for i in h]
+        calls.append(len(ids))
+        assert self.native_rows(self.arena_list, heads, self.row_of, self.arena_of) is not None
+        for a, i in zip(out, ids, strict=True):
+            assert np.array_equal(a, self.read(i)) and a.shape == self.read(i).shape
+        return out
+
+    monkeypatch.setattr(E.Executor, "read_heads", spy)
+    got = acrobat.run(prog, xs, strategy="batched", trace_level="off").outputs
+    assert calls and calls[-1] == sum(len(to_list(x)) for x in got) > 0
+    assert values_equal(got, [spec.reference(x) for x in xs], rtol=1e-4, atol=1e-5)
