@@ -1111,6 +1111,7 @@ PyObject *acrobat_schedule_flush(PyObject *self, PyObject *const *args, Py_ssize
 PyObject *acrobat_fiber_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *acrobat_new_int64s(PyObject *self, PyObject *shape);
 PyObject *acrobat_read_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *acrobat_tensors_fit(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* values.c: ADT values made and walked in C for the host program */
 PyObject *acrobat_adt_maker(PyObject *self, PyObject *cls);
 
@@ -1150,6 +1151,9 @@ static PyMethodDef methods[] = {
     {"read_rows", (PyCFunction)(void (*)(void))acrobat_read_rows, METH_FASTCALL,
      "read_rows(arenas, heads, row_of, arena_of) -> list | None: the tensors of lists of "
      "value ids, flattened, as views of one copy of their rows (flush.c)"},
+    {"tensors_fit", (PyCFunction)(void (*)(void))acrobat_tensors_fit, METH_FASTCALL,
+     "tensors_fit(instances, specs, one) -> int: the entry check of tensor parameters, -1 "
+     "when every instance fits, else the first index it cannot vouch for (flush.c)"},
     {"adt_maker", acrobat_adt_maker, METH_O,
      "adt_maker(cls) -> maker: maker(ctor, fields) makes cls's value in C (values.c)"},
     {"park", park, METH_NOARGS, "the helper thread sleeps until the next two-thread call"},

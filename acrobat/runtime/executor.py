@@ -183,12 +183,13 @@ class Executor:
             a = self.upload_arenas[key] = self._arena(TensorType(value.shape, str(value.dtype)))
         return a
 
-    def upload_many(self, vids: list[int], values: list[np.ndarray]) -> None:
+    def upload_many(self, vids: list[int], values: list[np.ndarray], uniform: bool = False) -> None:
         """:meth:`upload` of every ``values[i]`` as value ``vids[i]`` (ids ascending): on
         host arenas, the tensors of one shape and dtype copied into their arena's rows
         with one ``np.concatenate`` (DRNN small b64: 128 input tensors, 4 -> 1 us each); the
         rows are the ones :meth:`upload` one by one would give; ``vids`` any sequence of ints
-        (a range)."""
+        (a range). ``uniform``: the caller knows the values are all of one shape and
+        dtype (checked against one tensor type), so they are not compared here."""
         if not vids:
             return
         if self.backend.xp is not np:
@@ -196,7 +197,7 @@ class Executor:
                 self.upload(vid, value)
             return
         shape, dtype = values[0].shape, values[0].dtype
-        if all(v.shape == shape and v.dtype == dtype for v in values):
+        if uniform or all(v.shape == shape and v.dtype == dtype for v in values):
             groups = {(shape, dtype): None}  # (None: every value, in order)
         else:
             groups = {}

@@ -441,6 +441,8 @@ class Runtime:
             isinstance(p.ty, TensorType) for p in m.main.params
         )
         self.entry_bytes = sum(p.ty.nbytes for p in m.main.params) if self.tensor_entry else 0
+        # ...all of one shape and dtype: the checked inputs need no grouping to upload
+        self.uniform_entry = self.tensor_entry and len({p.ty for p in m.main.params}) == 1
         self.tensor_output = has_tensor(m, m.main.ret)
         self.direct_program = prog.direct_program  # the direct strategy's program
         self.direct: DirectRunner | None = None  # made on the first direct run
@@ -600,7 +602,7 @@ class Runtime:
             n_p = len(m.main.params)
             nv = len(checked) * n_p
             args_list = [list(range(i, i + n_p)) for i in range(0, nv, n_p)]
-            ex.upload_many(range(nv), [a for args in checked for a in args])
+            ex.upload_many(range(nv), [a for args in checked for a in args], self.uniform_entry)
         else:
             nv = 0
             args_list = []
