@@ -306,7 +306,7 @@ def entry_args_all(m: Module, instances: list) -> list[tuple[Any, ...]]:
     one, most of it that setup. An entry of one ADT or tuple parameter checks them all in
     one native call (``maker.fits`` of the list): BiRNN small b64's 64 token lists, 80 ->
     ~40 us (timeit); an entry of tensor parameters, in one ``tensors_fit`` call (DRNN
-    small b64's 64 pairs of arrays, 61 -> ~10 us). Where one does not fit, or the
+    small b64's 64 pairs of arrays, 61 -> 3 us, timeit). Where one does not fit, or the
     native check cannot vouch for it, each is checked again as before, so the error is
     the same."""
     params = m.main.params

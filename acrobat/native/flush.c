@@ -1349,8 +1349,9 @@ PyObject *acrobat_new_int64s(PyObject *self, PyObject *shape) {
  * that is not an exact list, an id that is not an exact int or not a value, ids in more
  * than one arena, an arena whose buffer is not a C-contiguous [rows, width] array or
  * whose shape is () or does not hold ``width`` items; the caller reads them as before.
- * BiRNN small b64's 1,289 output tensors: ~0.18 ms through read_many's gather and the
- * list of views, most of it the views' Python calls. */
+ * BiRNN small b64's 1,289 output tensors, timed alone: 0.18 ms through read_many (its
+ * list of ids made an array, the gather, the list of views) against 0.13 here, most of it
+ * NumPy making the views. */
 PyObject *acrobat_read_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 4) {
