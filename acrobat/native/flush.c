@@ -1372,7 +1372,7 @@ PyObject *acrobat_read_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
     npy_intp cap = PyArray_DIM(rows_a, 0) < PyArray_DIM(which_a, 0) ? PyArray_DIM(rows_a, 0)
                                                                      : PyArray_DIM(which_a, 0);
     Py_ssize_t n = 0, n_heads = PyList_GET_SIZE(heads);
-    int arena = -1;
+    int arena = -1, seen = 0;
     for (Py_ssize_t h = 0; h < n_heads; h++) { /* every id checked before anything is made */
         PyObject *ids = PyList_GET_ITEM(heads, h);
         if (!PyList_CheckExact(ids))
@@ -1386,15 +1386,16 @@ PyObject *acrobat_read_rows(PyObject *self, PyObject *const *args, Py_ssize_t na
                 PyErr_Clear();
                 Py_RETURN_NONE;
             }
-            if (v < 0 || v >= cap || (arena >= 0 && arena_of[v] != arena))
+            if (v < 0 || v >= cap || (seen && arena_of[v] != arena))
                 Py_RETURN_NONE;
             arena = arena_of[v];
+            seen = 1;
         }
         n += PyList_GET_SIZE(ids);
     }
     if (n == 0)
         return PyList_New(0);
-    if (arena >= PyList_GET_SIZE(arenas))
+    if (arena < 0 || arena >= PyList_GET_SIZE(arenas)) /* no such arena: read_many says */
         Py_RETURN_NONE;
     PyObject *a = PyList_GET_ITEM(arenas, arena);
     PyObject *buf = PyObject_GetAttrString(a, "buf");

@@ -165,12 +165,14 @@ static PyObject *maker_fits(PyObject *self, PyObject *const *args, Py_ssize_t na
         return PyErr_NoMemory();
     }
     Py_ssize_t at = 0; /* the value checked (of the list, when many) */
+    PyObject *held = NULL; /* that value, held while leaf_ok may run Python code */
 next_value:
     if (many && at >= PyList_GET_SIZE(args[0])) {
         result = PyLong_FromLong(-1);
         goto done;
     }
-    stack[0] = many ? PyList_GET_ITEM(args[0], at) : args[0];
+    Py_XSETREF(held, Py_NewRef(many ? PyList_GET_ITEM(args[0], at) : args[0]));
+    stack[0] = held;
     stack[1] = args[1];
     top = 1;
 #define FAIL_FALSE                                                                             \
@@ -328,6 +330,7 @@ next_value:
     }
     result = Py_NewRef(Py_True);
 done:
+    Py_XDECREF(held);
     Py_DECREF(keep);
     PyMem_Free(stack);
     return result;

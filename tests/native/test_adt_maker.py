@@ -354,6 +354,8 @@ def test_read_rows_copies_rows_into_views_as_read_many_makes_them():
         [[True]],
     ):
         assert mod.read_rows(arenas, bad_heads, row_of, arena_of) is None, bad_heads
+    for bad_arena in (-1, 3):  # no such arena
+        assert mod.read_rows(arenas, [[0]], row_of, np.full(8, bad_arena, np.int16)) is None
     far = np.array([30], np.int64)
     assert mod.read_rows(arenas, [[0]], far, arena_of[:1]) is None  # a row past the buffer
     assert mod.read_rows(arenas, [[0]], row_of.astype(np.int32), arena_of) is None
