@@ -71,18 +71,25 @@ static PyObject *maker_call(PyObject *self, PyObject *const *args, size_t nargsf
     return out;
 }
 
-static PyObject *maker_list(PyObject *self, PyObject *items) {
-    maker_t *m = (maker_t *)self;
-    PyObject *seq = PySequence_Fast(items, "maker.list takes a sequence");
-    if (seq == NULL)
-        return NULL;
+/* Cons(items[0], ... Cons(items[n - 1], Nil())) of n borrowed items: a new reference, or
+ * NULL with an error set */
+static PyObject *cons_chain(maker_t *m, PyObject *const *items, Py_ssize_t n) {
     PyObject *out = make_value(m, m->nil, m->empty);
-    for (Py_ssize_t i = PySequence_Fast_GET_SIZE(seq) - 1; out != NULL && i >= 0; i--) {
-        PyObject *pair = PyTuple_Pack(2, PySequence_Fast_GET_ITEM(seq, i), out);
+    for (Py_ssize_t i = n - 1; out != NULL && i >= 0; i--) {
+        PyObject *pair = PyTuple_Pack(2, items[i], out);
         Py_DECREF(out);
         out = pair == NULL ? NULL : make_value(m, m->cons, pair);
         Py_XDECREF(pair);
     }
+    return out;
+}
+
+static PyObject *maker_list(PyObject *self, PyObject *items) {
+    PyObject *seq = PySequence_Fast(items, "maker.list takes a sequence");
+    if (seq == NULL)
+        return NULL;
+    PyObject *out = cons_chain((maker_t *)self, PySequence_Fast_ITEMS(seq),
+                               PySequence_Fast_GET_SIZE(seq));
     Py_DECREF(seq);
     return out;
 }
@@ -444,13 +451,7 @@ static PyObject *maker_lists(PyObject *self, PyObject *const *args, Py_ssize_t n
             PyErr_SetString(PyExc_RuntimeError, "lists: items changed while in use");
             return NULL;
         }
-        PyObject *done = make_value(m, m->nil, m->empty);
-        for (Py_ssize_t j = at + len - 1; done != NULL && j >= at; j--) {
-            PyObject *pair = PyTuple_Pack(2, PyList_GET_ITEM(items, j), done);
-            Py_DECREF(done);
-            done = pair == NULL ? NULL : make_value(m, m->cons, pair);
-            Py_XDECREF(pair);
-        }
+        PyObject *done = cons_chain(m, PySequence_Fast_ITEMS(items) + at, len);
         if (done == NULL) {
             Py_DECREF(out);
             return NULL;

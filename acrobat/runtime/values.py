@@ -154,22 +154,14 @@ def list_heads(m: Module, ty: Type, values: list) -> list | None:
 
 def _lists_from_heads(heads: list, store: ValueStore) -> list | None:
     """:func:`from_handles_all` of lists of tensors whose heads :func:`list_heads` took:
-    one read of every tensor, then new lists made in C from the arrays (no walk of the
-    old cells). None without ``store.read_many`` or the native maker."""
+    one read of every tensor (``store.read_heads``: the executor's, a native call on host
+    arenas), then new lists made in C from the arrays (``maker.lists``, no walk of the old
+    cells). None without ``store.read_heads`` or the native maker."""
     maker = native.adt_maker(AdtValue)
-    read_many = getattr(store, "read_many", None)
-    if maker is None or read_many is None:
-        return None
     read_heads = getattr(store, "read_heads", None)
-    if read_heads is not None:  # the executor: rows and lists each in one native call
-        return maker.lists(read_heads(heads), heads)
-    arrays = read_many([i for h in heads for i in h])
-    make, out, at = maker.list, [], 0
-    for h in heads:
-        n = len(h)
-        out.append(make(arrays[at : at + n]))
-        at += n
-    return out
+    if maker is None or read_heads is None:
+        return None
+    return maker.lists(read_heads(heads), heads)
 
 
 _WALKERS: dict[int, tuple] = {}  # id(module) -> (weak reference to it, {type: walker})
