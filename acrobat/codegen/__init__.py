@@ -10,9 +10,13 @@ _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def ident(prefix: str, name: str) -> str:
-    """A Python identifier for an IR name; names that are not plain identifiers (the IR
-    text allows quoted names) are hex-encoded, so no IR name can inject code."""
-    if _PLAIN.match(name):
+    """A Python and C identifier for an IR name, one-to-one: a plain identifier that does
+    not start with ``q`` is kept as it is; any other name (the IR text allows quoted names,
+    Python identifiers may be non-ASCII) becomes ``q`` and its UTF-8 bytes in hex. So no IR
+    name can inject code, and two names never share an identifier (``é`` gives ``qc3a9``,
+    the plain name ``qc3a9`` gives ``q7163336139``). Callers keep namespaces apart with
+    prefixes none of which is another's prefix plus an encoding (``W_``, ``WT_``)."""
+    if _PLAIN.match(name) and not name.startswith("q"):
         return prefix + name
     return prefix + "q" + name.encode().hex()
 

@@ -644,7 +644,7 @@ class _KernelGen:
         return self.names.get(var, ident("x_", var))
 
     def weight(self, w: str, transposed: bool = False) -> str:
-        key = ident("W_", w) + ("_T" if transposed else "")
+        key = ident("WT_" if transposed else "W_", w)  # (a suffix could meet a name)
         if key not in self.ns:
             a = self.weights[w]
             self.ns[key] = np.ascontiguousarray(a.T) if transposed else a
@@ -656,7 +656,7 @@ class _KernelGen:
         or cannot take this weight (then the product is NumPy's ``matmul``)."""
         if native.load() is None:
             return None
-        key = ident("W_", w) + "_P"
+        key = ident("WP_", w)
         if key not in self.ns:
             self.ns[key] = native.pack(self.ns[self.weight(w, transposed=True)])
         return key if self.ns[key] is not None else None

@@ -84,7 +84,7 @@ def test_birnn_twins_run_as_one_launch_per_step():
     assert {"rnn_k1", "rnn_dup1_k1"} <= {e.kernel for e in on.trace.of(NodeRecorded)}
     source = next(e.source for e in on.trace.of(KernelCompiled) if e.kernel == "rnn_k1+rnn_dup1_k1")
     # one product of both directions' weights (reading the step's inputs in place)
-    assert ("_gdense_rows" in source or "_gdense_from" in source) and "W_U_bw_T" in source
+    assert ("_gdense_rows" in source or "_gdense_from" in source) and "WT_U_bw" in source
 
 
 @pytest.mark.parametrize("policy", ["acrobat", "dynet-depth", "dynet-agenda", "eager"])
