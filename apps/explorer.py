@@ -1,23 +1,11 @@
 """The acrobat explorer app: `make explorer` (or `panel serve apps/explorer.py`).
 
-Only composes the viewers from ``acrobat.viz`` into a template; all logic lives there.
-BootstrapTemplate loads nothing from the internet (FastListTemplate would fetch web fonts).
+The app lives in the package (:mod:`acrobat.viz.app`, also served by ``acrobat-explorer``);
+this file only marks it servable for ``panel serve``.
 """
 
-import panel as pn
+from acrobat.viz.app import build_app
 
-from acrobat.viz.explorer import Explorer
-
-
-def build_app(explorer: Explorer | None = None) -> pn.template.BootstrapTemplate:
-    """One page: model, run settings and trace files in the sidebar; a tab per view."""
-    explorer = explorer or Explorer()
-    return pn.template.BootstrapTemplate(
-        title="acrobat explorer",
-        sidebar=explorer.sidebar,
-        main=[explorer],
-        sidebar_width=330,
-    )
-
+__all__ = ["build_app"]
 
 build_app().servable()

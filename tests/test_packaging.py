@@ -117,3 +117,25 @@ def test_make_installs_dev_and_viz():
     makefile = (ROOT / "Makefile").read_text()
     installs = re.findall(r"pip install -e '\.\[([a-z,]+)\]'", makefile)
     assert installs and all({"dev", "viz"} <= set(i.split(",")) for i in installs), installs
+
+
+def test_console_scripts_name_the_package_mains():
+    """Each console script is a ``main(argv)`` in the package (so a wheel carries it) that
+    answers ``--version`` with the package's version."""
+    import importlib
+
+    import pytest
+
+    from acrobat import __version__
+
+    project, _ = load()
+    scripts = project["scripts"]
+    assert set(scripts) == {"acrobat-bench", "acrobat-fuzz", "acrobat-explorer"}
+    for name, target in scripts.items():
+        module, _, func = target.partition(":")
+        assert module.startswith("acrobat.") and func == "main", target
+        main = getattr(importlib.import_module(module), func)
+        with pytest.raises(SystemExit) as stop:
+            main(["--version"])
+        assert stop.value.code == 0, name
+    assert project["version"] == __version__

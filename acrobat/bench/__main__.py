@@ -12,6 +12,7 @@ import json
 import sys
 from pathlib import Path
 
+from acrobat import __version__
 from acrobat.bench import grid
 from acrobat.bench.harness import DEFAULT_RUNS, DEFAULT_WARMUP, run_acrobat
 from acrobat.bench.load import busy_cpu, load_test, report
@@ -29,6 +30,7 @@ def _threads(text: str) -> int | None:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="acrobat-bench", description=__doc__)
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="one configuration -> one JSON row on stdout")
     r.add_argument("--model", required=True)

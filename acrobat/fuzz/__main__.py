@@ -15,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from acrobat import __version__
 from acrobat.fuzz.campaign import Report, run_campaign
 
 
@@ -31,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="where minimized failures are saved")
     ap.add_argument("--shrink-budget", type=int, default=300, help="checks spent per shrink")
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
+    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     args = ap.parse_args(argv)
     if args.minutes is None and args.programs is None:
         args.programs = 100

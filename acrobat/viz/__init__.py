@@ -11,7 +11,8 @@ session).
 ``app_state`` holds the store (``ExplorerState``: settings, compile and run through the public
 facade in ``runner``, traces out) with no GUI imports; ``panels``, ``compile_panels``,
 ``view_panels`` and ``run_panels`` hold the Panel ``Viewer`` classes, ``explorer`` wires them to
-one store, and ``apps/explorer.py`` only puts them in a template. ``widgets`` is the ipywidgets
+one store, and ``app`` only puts them in a template (``acrobat-explorer`` serves it;
+``apps/explorer.py`` marks it servable for ``panel serve``). ``widgets`` is the ipywidgets
 front end for notebooks over the same store and figure functions.
 """
 

@@ -2,7 +2,7 @@
 
 Each tab is registered once (:func:`register_view`: an attribute name, a tab title and a
 builder called with the store); ``Explorer`` builds the registered views in registration order,
-keeps each as an attribute of that name, and lays them out as tabs. ``apps/explorer.py`` puts
+keeps each as an attribute of that name, and lays them out as tabs. ``acrobat.viz.app`` puts
 ``sidebar`` and the explorer into a template. Tests build an ``Explorer`` without a browser and
 read its viewers' panes.
 """

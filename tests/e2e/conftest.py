@@ -61,7 +61,7 @@ def open_tab(page, name: str) -> None:
     expect(tab).to_have_class(selected)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -71,7 +71,7 @@ def _wait_until_serving(url: str, server: subprocess.Popen, log: Path) -> None:
     deadline = time.monotonic() + TIMEOUT_MS / 1000
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            pytest.fail(f"panel serve exited with {server.returncode}:\n{log.read_text()}")
+            pytest.fail(f"the server exited with {server.returncode}:\n{log.read_text()}")
         try:
             with urllib.request.urlopen(url, timeout=5) as response:
                 if response.status == 200:
@@ -80,10 +80,10 @@ def _wait_until_serving(url: str, server: subprocess.Popen, log: Path) -> None:
             pass
         time.sleep(0.2)
     else:
-        pytest.fail(f"panel serve did not answer {url} in time:\n{log.read_text()}")
+        pytest.fail(f"the server did not answer {url} in time:\n{log.read_text()}")
     # That GET ran the app script: a crash in it shows in the log, not in the status code.
     if "Error running application handler" in log.read_text():
-        pytest.fail(f"apps/explorer.py failed when served:\n{log.read_text()}")
+        pytest.fail(f"the explorer app failed when served:\n{log.read_text()}")
 
 
 @dataclass(frozen=True)
@@ -102,14 +102,10 @@ class Served:
             raise
 
 
-@pytest.fixture(scope="module")
-def explorer(tmp_path_factory):
-    """Serve apps/explorer.py on a free localhost port; stop the server afterwards."""
-    port = _free_port()
-    log = tmp_path_factory.mktemp("explorer") / "panel-serve.log"
-    command = [str(PANEL), "serve", "apps/explorer.py", "--address", "127.0.0.1"]
-    command += ["--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}"]
-    # this checkout's acrobat, whichever one the interpreter has installed (a worktree)
+@contextmanager
+def serving(command: list[str], port: int, log: Path):
+    """Run ``command`` (a server of the explorer on ``port``) until the block ends; yield
+    where it answers. This checkout's ``acrobat`` comes first on its path (a worktree)."""
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
@@ -127,6 +123,17 @@ def explorer(tmp_path_factory):
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def explorer(tmp_path_factory):
+    """Serve apps/explorer.py on a free localhost port; stop the server afterwards."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("explorer") / "panel-serve.log"
+    command = [str(PANEL), "serve", "apps/explorer.py", "--address", "127.0.0.1"]
+    command += ["--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}"]
+    with serving(command, port, log) as served:
+        yield served
 
 
 @pytest.fixture
