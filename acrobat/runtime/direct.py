@@ -16,8 +16,6 @@ names the first host-code failure before any kernel's).
 
 from __future__ import annotations
 
-import gc
-import sys
 import time
 
 import numpy as np
@@ -134,17 +132,12 @@ class DirectRunner:
                 if name in self.kernel_map:
                     trace.emit(self.kernel_map[name])
         t0 = time.perf_counter()
-        # the program allocates many small objects and frees them by reference counting:
-        # the cycle collector's passes over them are pure overhead, so it waits (as in a
-        # batched run)
-        collecting = gc.isenabled()
-        gc.disable()
+        # (the run holds the process: the cycle collector waits, the recursion limit is
+        # raised; acrobat.runtime.process)
         try:
             return self._run(instances, stats, trace, traced, t0)
         finally:
             self.kept.clear()
-            if collecting:
-                gc.enable()
 
     def _run(
         self, instances: list, stats, trace: Trace, traced: bool, t0: float
@@ -157,27 +150,22 @@ class DirectRunner:
         self.kept.update(self.weight_ids)
         t1 = time.perf_counter()
         raw = []
-        old_limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(old_limit, 200_000))
-        try:
-            convs = self.inputs
-            for i, args in enumerate(checked):
-                conv = [a if c is None else c(a) for a, c in zip(args, convs)]
-                try:
-                    raw.append(entry(*conv))
-                except IndexOutOfRange as err:
-                    raise InstanceError(
-                        f"{_kernel_of(err)}: embedding {err}",
-                        i,
-                        hint="token ids must lie in [0, vocabulary size)",
-                    ) from None
-                except HOST_FAILURES as err:
-                    typed = self._host_error(err, i)
-                    if typed is err:
-                        raise
-                    raise typed from None
-        finally:
-            sys.setrecursionlimit(old_limit)
+        convs = self.inputs
+        for i, args in enumerate(checked):
+            conv = [a if c is None else c(a) for a, c in zip(args, convs)]
+            try:
+                raw.append(entry(*conv))
+            except IndexOutOfRange as err:
+                raise InstanceError(
+                    f"{_kernel_of(err)}: embedding {err}",
+                    i,
+                    hint="token ids must lie in [0, vocabulary size)",
+                ) from None
+            except HOST_FAILURES as err:
+                typed = self._host_error(err, i)
+                if typed is err:
+                    raise
+                raise typed from None
         t2 = time.perf_counter()
         output = self.output
         outputs = raw if output is None else [output(r) for r in raw]

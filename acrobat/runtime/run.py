@@ -14,9 +14,7 @@ namespace, arenas) is prepared once, by :func:`prepare`, and reused by every run
 
 from __future__ import annotations
 
-import gc
 import os
-import sys
 import time
 import weakref
 from collections.abc import Mapping
@@ -42,6 +40,7 @@ from acrobat.runtime.fibers import HOST_FAILURES, Fiber, host_failure, run_fiber
 from acrobat.runtime.leveling import jit_ms as leveling_jit_ms
 from acrobat.runtime.leveling import kernel_table
 from acrobat.runtime.leveling import warm as warm_leveling
+from acrobat.runtime.process import borrowed
 from acrobat.runtime.schedule import Schedule, builtin_acrobat, get_policy, lower_bound, schedule
 from acrobat.runtime.strategy import StrategyChooser
 from acrobat.runtime.threads import ThreadPlan, own_products
@@ -457,8 +456,14 @@ class Runtime:
         strategy: str = "auto",
         threads: int | None = None,
     ) -> RunResult:
-        """Run ``instances``: the steps below, in order (or the direct strategy's run)."""
+        """Run ``instances``: the steps below, in order (or the direct strategy's run),
+        holding the process (:func:`acrobat.runtime.process.borrowed`: runs take turns)."""
         self.check_options(policy, trace_level)
+        with borrowed():
+            return self._run(instances, policy, trace_level, memory_limit, strategy, threads)
+
+    def _run(self, instances, policy, trace_level, memory_limit, strategy, threads) -> RunResult:
+        """:meth:`run`, the process held."""
         # -- strategy: batched or direct (acrobat.runtime.strategy) --
         how, why, group = self.chooser.choose(
             strategy, policy, self.backend.name, trace_level, memory_limit, len(instances)
@@ -470,13 +475,6 @@ class Runtime:
         st.stats.strategy_reason = why
         self.begin(st, memory_limit)
         self.threads.begin(threads)
-        old_limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(old_limit, 200_000))
-        # the host program and the outputs allocate many small objects and free them by
-        # reference counting; the cycle collector's passes over them are pure overhead
-        # (about a tenth of a BiRNN run's host time), so it waits until the run is over
-        collecting = gc.isenabled()
-        gc.disable()
         try:
             t_up = time.perf_counter()
             args, first_free = self.upload(st, instances)
@@ -500,9 +498,6 @@ class Runtime:
             del raw, args
             st.entry = st.start = st.next_value = None
         finally:
-            if collecting:
-                gc.enable()
-            sys.setrecursionlimit(old_limit)
             self.thread_stats(st.stats)
         self.finish(st, len(instances))
         self.chooser.observe(group, "batched", st.stats.total_ms, st.stats.nodes)
@@ -1027,13 +1022,14 @@ _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def prepare(prog, backend: str = "numpy") -> Runtime:
     """``prog`` prepared for ``backend``: made on first use, then reused by every
     :func:`run` of the program on that backend, and dropped with the program."""
-    prepared = _PREPARED.get(prog)
-    if prepared is None:
-        prepared = _PREPARED[prog] = {}
-    runtime = prepared.get(backend)
-    if runtime is None:
-        runtime = prepared[backend] = Runtime(prog, backend)
-    return runtime
+    with borrowed():  # (two threads' first runs make one runtime)
+        prepared = _PREPARED.get(prog)
+        if prepared is None:
+            prepared = _PREPARED[prog] = {}
+        runtime = prepared.get(backend)
+        if runtime is None:
+            runtime = prepared[backend] = Runtime(prog, backend)
+        return runtime
 
 
 def run(
