@@ -64,8 +64,9 @@ from acrobat.ir.nodes import (
     TupleExpr,
     Var,
 )
+from acrobat.ir.ops import NEGATIVE_INT_POWER
 from acrobat.ir.traversal import var_names, walk
-from acrobat.ir.types import FLOAT, TupleType
+from acrobat.ir.types import FLOAT, INT, TupleType
 
 LATE = STRIDE - 1  # the last depth of a phase: where a kernel only read on the host records
 
@@ -471,6 +472,14 @@ class _Gen:
             self.emit(ind, f"{target} = ({outs})")
 
     def op(self, target: str, e: OpCall, ind: int) -> None:
+        if e.op == "h.pow" and e.ty == INT:  # as ops.int_pow: an int power is an int
+            a, b = (self.atom(x) for x in e.args)
+            self.emit(ind, f"if {b} < 0:")
+            self.emit(
+                ind + 1,
+                f'raise ValueError(f"{NEGATIVE_INT_POWER}: {{{a}}} ** {{{b}}} '
+                '(for a float power, use a float base)")',
+            )
         if e.op in _HOST_OPS:
             code = _HOST_OPS[e.op].format(*(self.atom(a) for a in e.args))
             if e.op in ("h.min", "h.max") and e.ty == FLOAT:

@@ -82,6 +82,7 @@ from acrobat.ir.nodes import (
     TupleExpr,
     Var,
 )
+from acrobat.ir.ops import NEGATIVE_INT_POWER
 from acrobat.ir.types import BOOL, FLOAT, INT, TensorType, TupleType
 
 MAX_C_DEPTH = 4000
@@ -98,7 +99,7 @@ _NUMBER_OPS = {
     "h.truediv": "PyNumber_TrueDivide({0}, {1})",
     "h.floordiv": "PyNumber_FloorDivide({0}, {1})",
     "h.mod": "PyNumber_Remainder({0}, {1})",
-    "h.pow": "PyNumber_Power({0}, {1}, Py_None)",
+    "h.pow": "h_pow({0}, {1})",
     "h.lt": "PyObject_RichCompare({0}, {1}, Py_LT)",
     "h.le": "PyObject_RichCompare({0}, {1}, Py_LE)",
     "h.gt": "PyObject_RichCompare({0}, {1}, Py_GT)",
@@ -1152,6 +1153,22 @@ static PyObject *h_not(PyObject *a) {
     return NEWREF(t ? Py_False : Py_True);
 }
 
+/* a ** b as Python's, but an int to a negative int power fails as ops.int_pow: the
+   language types int ** int as int */
+static PyObject *h_pow(PyObject *a, PyObject *b) {
+    if (PyLong_Check(a) && PyLong_Check(b)) {
+        int ov;
+        long long e = PyLong_AsLongLongAndOverflow(b, &ov);
+        if (e < 0 || ov < 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "@NEGATIVE_INT_POWER@: %S ** %S (for a float power, use a float base)",
+                         a, b);
+            return NULL;
+        }
+    }
+    return PyNumber_Power(a, b, Py_None);
+}
+
 /* min(a, b) / max(a, b) as Python's builtins: the first of equal items */
 static PyObject *h_min(PyObject *a, PyObject *b) {
     int lt = PyObject_RichCompareBool(b, a, Py_LT);
@@ -2097,6 +2114,7 @@ def generate_host_c(
         .replace("@N_KERNELS@", str(len(kernels)))
         .replace("@N_CONSTS@", str(len(g.consts)))
         .replace("@N_CTORS@", str(len(g.ctors)))
+        .replace("@NEGATIVE_INT_POWER@", NEGATIVE_INT_POWER)
     )
     epilogue = (f"#define ENTRY_FIBER {_tramp(m.entry)}\n" if fibers else "") + _EPILOGUE.replace(
         "@N_PARAMS@", str(len(entry.params))

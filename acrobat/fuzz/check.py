@@ -16,6 +16,8 @@ Python one (same values or errors, same DFG). The contract:
 * if some instances raise a typed error (:class:`acrobat.AcrobatError`) in the reference,
   every batched run raises an :class:`acrobat.InstanceError` whose ``index`` is one of
   those instances;
+* ``acrobat.gap_report`` works on the program (default options) and, where the program
+  reads no tensors, its launch totals are the runs' (:func:`_check_gap`);
 * an untyped exception anywhere (frontend, compiler, runtime, or the interpreter itself)
   is a failure.
 """
@@ -53,7 +55,8 @@ class Failure:
     interpreter raised an untyped exception), ``compile`` / ``untyped`` (an untyped
     exception from the compiler or a batched run), ``mismatch`` (different values, or a
     run that failed where the reference did not, or the other way round), ``shapes``
-    (the null backend disagrees with numpy)."""
+    (the null backend disagrees with numpy), ``host-c`` (the C host program disagrees
+    with the Python one), ``gap`` (``acrobat.gap_report`` raised or miscounted)."""
 
     kind: str
     where: str
@@ -175,6 +178,21 @@ def _check_host_c(prog, instances, refs, where: str) -> Failure | None:
     return None
 
 
+def _check_gap(prog, instances, launches: dict[str, int], where: str) -> Failure | None:
+    """``acrobat.gap_report`` on the program: it must not raise, and (a program that
+    reads no tensors: one DFG per run) its totals per policy are the runs' launches."""
+    try:
+        rep = acrobat.gap_report(prog, instances)
+    except Exception as err:  # noqa: BLE001 - the report must work wherever the run does
+        return Failure("gap", where, _describe(err))
+    if prog.taint.fiber_functions:
+        return None
+    for policy, n in launches.items():
+        if rep.launches.get(policy, n) != n:
+            return Failure("gap", where, f"{policy}: report {rep.launches[policy]}, run {n}")
+    return None
+
+
 def check_program(
     source: str,
     instances: list,
@@ -213,10 +231,13 @@ def check_program(
                 break
             continue
         reads = bool(prog.taint.fiber_functions)
+        launches: dict[str, int] = {}
         for policy in policies if policies is not None else policy_names():
             where = f"{policy}, {opt_name}"
             res, fail = _run_one(prog, instances, refs, policy, "numpy", where)
             result.runs += 1
+            if res is not None:
+                launches[policy] = res.stats["launches"]
             if fail is None and res is not None and null_backend and all_ok and not reads:
                 null, fail = _run_one(prog, instances, refs, policy, "null", where + ", null")
                 result.runs += 1
@@ -230,6 +251,13 @@ def check_program(
                 if stop_at_first:
                     result.seconds = time.perf_counter() - t0
                     return result
+        if all_ok and opt_name == "default":
+            fail = _check_gap(prog, instances, launches, f"gap report, {opt_name}")
+            result.runs += 1
+            if fail is not None:
+                result.failures.append(fail)
+                if stop_at_first:
+                    break
         if host_c and (opt_name == "default" or opt_name in OPT_IN):
             fail = _check_host_c(prog, instances, refs, f"c host program, {opt_name}")
             result.runs += 1

@@ -81,7 +81,8 @@ class HostGen:
             atom = self.int_atom(ctx, d - 1)
             if op == "h.pow":  # a clamped base: repeated squaring in a recursion would
                 atom = f"max(min({atom}, 4), -4)"  # grow a bigint without bound
-            return text.format(atom, self.src.choice([2, 0, 1, 3]))
+            # a negative exponent: a typed error on every path (int ** int is an int)
+            return text.format(atom, self.src.choice([2, 0, 1, 3, -1]))
         if k == "minmax":
             return self.minmax(ctx, d, self.int_atom, self.integer)
         if k == "abs":

@@ -726,6 +726,18 @@ def _host_bool(name):
     return rule
 
 
+NEGATIVE_INT_POWER = "negative exponent on a host int"
+"""Start of the error an int to a negative int power raises on every path: the language
+types ``int ** int`` as int, and ``2 ** -1`` is not one."""
+
+
+def int_pow(a, b):
+    """``a ** b`` on host numbers; an int to a negative int power is a ``ValueError``."""
+    if b < 0 and isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
+        raise ValueError(f"{NEGATIVE_INT_POWER}: {a} ** {b} (for a float power, use a float base)")
+    return a**b
+
+
 _HOST_NUMERIC = {
     "h.add": lambda a, b: a + b,
     "h.sub": lambda a, b: a - b,
@@ -733,7 +745,7 @@ _HOST_NUMERIC = {
     "h.truediv": lambda a, b: a / b,
     "h.floordiv": lambda a, b: a // b,
     "h.mod": lambda a, b: a % b,
-    "h.pow": lambda a, b: a**b,
+    "h.pow": int_pow,
     "h.lt": lambda a, b: a < b,
     "h.le": lambda a, b: a <= b,
     "h.gt": lambda a, b: a > b,

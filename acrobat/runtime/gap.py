@@ -138,6 +138,20 @@ def kernel_sources(prog: CompiledProgram) -> dict[str, tuple[set[int], set[str],
     return {name: (set(m.lines), set(m.functions), m.file) for name, m in prog.kernel_map.items()}
 
 
+def _sources_of(name: str, where: dict) -> tuple[set[int], set[str], str]:
+    """The lines, host functions and file of kernel ``name``; a twin group's
+    (``a+b``) are its members' together."""
+    lines: set[int] = set()
+    fns: set[str] = set()
+    file = ""
+    for member in name.split("+"):
+        ls, fs, f = where.get(member, (set(), set(), ""))
+        lines |= ls
+        fns |= fs
+        file = file or f
+    return lines, fns, file
+
+
 def gap_report(
     prog: CompiledProgram,
     instances: list,
@@ -150,33 +164,36 @@ def gap_report(
     instances = list(instances)
     res = run(prog, instances, backend=backend, trace_level="off", strategy="batched")
     dfgs = res.stats._dfgs  # the run's DFGs (kept until the lower bound is first read)
-    names = prog.host_program.kernels
-    launches = {p: np.zeros(len(names), np.int64) for p in POLICIES}
-    bound = np.zeros(len(names), np.int64)
-    nodes = np.zeros(len(names), np.int64)
+    # keyed by the DFG's kernel names, not the program's: the runtime adds kernels of its
+    # own after the program's (a twin group, ``rnn_k1+rnn_dup1_k1``, runs its members')
+    launches = {p: {} for p in POLICIES}
+    bound: dict[str, int] = {}
+    nodes: dict[str, int] = {}
     opts = prog.options
     for dfg in dfgs:
+        names = [ki.name for ki in dfg.kernels]
         for p in POLICIES:
             for b in schedule(dfg, p, opts.inline_depth, opts.leveling).batches:
-                launches[p][b.kernel] += 1
-        bound += kernel_chains(dfg)
-        nodes += np.array([len(r) for r in dfg.records], np.int64)
+                launches[p][names[b.kernel]] = launches[p].get(names[b.kernel], 0) + 1
+        for name, chain, recs in zip(names, kernel_chains(dfg), dfg.records):
+            bound[name] = bound.get(name, 0) + int(chain)
+            nodes[name] = nodes.get(name, 0) + len(recs)
     text = source.splitlines() if source is not None else []
     where = kernel_sources(prog)
     kernels = []
     files = set()
-    for k, name in enumerate(names):
-        if not nodes[k]:
+    for name, n in nodes.items():
+        if not n:
             continue
-        lines, fns, file = where.get(name, (set(), set(), ""))
+        lines, fns, file = _sources_of(name, where)
         if file:
             files.add(file)
         kernels.append(
             KernelGap(
                 name,
-                {p: int(launches[p][k]) for p in POLICIES},
-                int(bound[k]),
-                int(nodes[k]),
+                {p: launches[p].get(name, 0) for p in POLICIES},
+                bound[name],
+                n,
                 tuple((n, text[n - 1] if 0 < n <= len(text) else "") for n in sorted(lines)),
                 tuple(sorted(fns)),
             )
@@ -185,8 +202,8 @@ def gap_report(
     return GapReport(
         len(instances),
         len(dfgs),
-        {p: int(launches[p].sum()) for p in POLICIES},
-        int(bound.sum()),
+        {p: sum(launches[p].values()) for p in POLICIES},
+        sum(bound.values()),
         tuple(kernels),
         ", ".join(sorted(files)),
     )

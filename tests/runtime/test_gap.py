@@ -56,3 +56,33 @@ def test_explain_with_instances_adds_the_gap_section():
     gap = text[text.index(last) + len(last) :]
     assert "gap: acrobat against dynet-depth and dynet-agenda" in gap
     assert "parse_k4" in gap and "pass(es)" in gap  # the decision kernel, rounds of reads
+
+
+def _assert_totals_are_real_runs(prog, xs, rep):
+    for p in ("acrobat", "dynet-depth", "dynet-agenda"):
+        assert rep.launches[p] == acrobat.run(prog, xs, policy=p, strategy="batched").stats.launches
+    assert rep.lower_bound == acrobat.run(prog, xs, strategy="batched").stats.lower_bound
+
+
+def test_birnn_twin_groups_are_reported_as_the_kernels_that_ran():
+    # twin launches (on by default) add group kernels after the program's
+    spec = models.load("birnn", "tiny")
+    prog = acrobat.compile(spec.module, spec.params)
+    xs = spec.instances(6)
+    rep = acrobat.gap_report(prog, xs, source=spec.source)
+    _assert_totals_are_real_runs(prog, xs, rep)
+    group = {k.kernel: k for k in rep.kernels}["rnn_k1+rnn_dup1_k1"]
+    assert group.nodes > 0 and "rnn" in group.functions and "rnn_dup1" in group.functions
+    assert any("dense(h, U)" in text for _, text in group.lines)
+    assert "rnn_k1" not in {k.kernel for k in rep.kernels}  # its nodes ran in the group
+
+
+def test_explain_with_instances_on_a_recursive_function_with_two_weight_sets():
+    from tests.runtime.test_twins import _two_chains
+
+    module, params, xs = _two_chains()
+    text = acrobat.explain(module, params, instances=xs)
+    assert "gap: acrobat against dynet-depth and dynet-agenda" in text
+    assert "chain_node0+chain_dup1_node0" in text.split("gap:")[1]
+    prog = acrobat.compile(module, params)
+    _assert_totals_are_real_runs(prog, xs, acrobat.gap_report(prog, xs))
