@@ -45,11 +45,12 @@ from acrobat.passes.hoist import HoistStaticDepth
 from acrobat.passes.horizontal import BatchHorizontally
 from acrobat.passes.independence import InferIndependence
 from acrobat.passes.inline import InlineSmallFunctions
-from acrobat.passes.options import CompileOptions
+from acrobat.passes.options import OPTIMIZATIONS, CompileOptions
 from acrobat.passes.phases import ValidatePhases
 from acrobat.passes.reads import ReadsLast
 from acrobat.passes.specialize import SpecializeWeights
 from acrobat.passes.tabulate import TabulateEmbeddings
+from acrobat.reprs import html_summary, text_summary
 from acrobat.trace import KernelMapped, PassApplied, StageTaint, TaintComputed, Trace
 
 BATCHED, HOST = "batched", "host"
@@ -116,6 +117,25 @@ class CompiledProgram:
     @property
     def host_functions(self) -> list[Function]:
         return [f for f in self.module.functions if not f.is_kernel]
+
+    def _summary(self) -> list[tuple[str, object]]:
+        megabytes = sum(p.nbytes for p in self.params.values()) / 1e6
+        off = [n for n in OPTIMIZATIONS if not getattr(self.options, n)]
+        return [
+            ("entry", self.module.entry),
+            ("kernels", len(self.kernels)),
+            ("host functions", len(self.host_functions)),
+            ("phases", self.phases),
+            ("max static depth", self.max_static_depth),
+            ("weights", f"{len(self.params)} ({megabytes:.2f} MB)"),
+            ("disabled", ", ".join(off) or "none"),
+        ]
+
+    def __repr__(self) -> str:
+        return text_summary("CompiledProgram", self._summary())
+
+    def _repr_html_(self) -> str:
+        return html_summary("CompiledProgram", self._summary())
 
 
 def default_passes() -> list:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from acrobat.errors import AcrobatNameError
+from acrobat.reprs import counted, html_summary, text_summary
 
 EVENT_TYPES: dict[str, type[Event]] = {}
 TRACE_FORMATS = ("jsonl", "chrome")
@@ -262,6 +263,18 @@ class Trace:
 
     def __len__(self) -> int:
         return len(self.events)
+
+    def _summary(self) -> list[tuple[str, object]]:
+        kinds: dict[str, int] = {}
+        for e in self.events:
+            kinds[type(e).__name__] = kinds.get(type(e).__name__, 0) + 1
+        return [("events", len(self.events)), ("kinds", counted(kinds) or "none")]
+
+    def __repr__(self) -> str:
+        return text_summary("Trace", self._summary())
+
+    def _repr_html_(self) -> str:
+        return html_summary("Trace", self._summary())
 
     def save(self, path: str | Path, format: str = "jsonl") -> None:
         """Write the trace: ``format="jsonl"`` (the default) as JSON Lines, one event per line,

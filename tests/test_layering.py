@@ -13,6 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "acrobat"
 FACADE = "facade"  # acrobat/__init__.py: `import acrobat`, `from acrobat import <name>`
 ORDER = [
     "errors",
+    "reprs",  # short text/HTML summaries of the big objects (REPL, notebooks); stdlib only
     "native",  # C kernels built on first use; needs only NumPy
     "registry",  # the one name -> entry registry type (ops, policies, backends, views)
     "trace",

@@ -348,3 +348,23 @@ class Module:
 
     def __str__(self) -> str:
         return self.pretty()
+
+    def _summary(self) -> list[tuple[str, object]]:
+        kernels = sum(f.is_kernel for f in self.functions)
+        return [
+            ("entry", self.entry),
+            ("functions", f"{len(self.functions)} ({kernels} kernels)"),
+            ("adts", len(self.adts)),
+            ("weights", len(self.params)),
+            ("sizes", ", ".join(f"{k}={v}" for k, v in self.sizes) or "none"),
+        ]
+
+    def __repr__(self) -> str:  # print(module) shows the whole IR; the repr stays short
+        from acrobat.reprs import text_summary
+
+        return text_summary("Module", self._summary())
+
+    def _repr_html_(self) -> str:
+        from acrobat.reprs import html_summary
+
+        return html_summary("Module", self._summary())

@@ -32,6 +32,7 @@ from acrobat.codegen.twins import find_twins
 from acrobat.errors import AcrobatNameError, IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType
 from acrobat.ir.values import AdtValue, entry_args_all
+from acrobat.reprs import html_summary, text_summary
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
 from acrobat.runtime.direct import DirectRunner
@@ -219,6 +220,25 @@ class RunStats(Mapping):
     def __len__(self) -> int:
         return len(_STAT_NAMES)
 
+    def _summary(self) -> list[tuple[str, object]]:
+        return [
+            ("policy", self.policy),
+            ("backend", self.backend),
+            ("strategy", self.strategy),
+            ("instances", self.instances),
+            ("launches", f"{self.launches} (lower bound {self.lower_bound})"),
+            ("nodes", self.nodes),
+            ("total", f"{self.total_ms:.2f} ms"),
+            ("kernels", f"{self.kernel_ms:.2f} ms"),
+            ("host share", f"{self.host_share:.0%}"),
+        ]
+
+    def __repr__(self) -> str:  # dict(stats) lists every field
+        return text_summary("RunStats", self._summary())
+
+    def _repr_html_(self) -> str:
+        return html_summary("RunStats", self._summary())
+
 
 _STAT_NAMES = tuple(f.name for f in fields(RunStats))
 
@@ -230,6 +250,16 @@ class RunResult:
     outputs: list[Any]
     trace: Trace
     stats: RunStats = field(default_factory=RunStats)
+
+    def _summary(self) -> list[tuple[str, object]]:
+        events = [("trace", f"{len(self.trace)} events")]
+        return [("outputs", len(self.outputs)), *self.stats._summary(), *events]
+
+    def __repr__(self) -> str:  # res.outputs and res.trace hold the rest
+        return text_summary("RunResult", self._summary())
+
+    def _repr_html_(self) -> str:
+        return html_summary("RunResult", self._summary())
 
 
 def _memory_limit() -> int:
