@@ -101,6 +101,11 @@ class BackendUnavailableError(AcrobatError):
     """The requested backend cannot run here (e.g. no CuPy, no CUDA driver, no device)."""
 
 
+class NativeBuildError(AcrobatError, OSError):
+    """Compiling native code failed: no compiler, a compiler error, or one past its time
+    bound (``ACROBAT_CC_TIMEOUT``). Also an ``OSError``, as a missing compiler is."""
+
+
 class PipelineError(AcrobatError):
     """A pass pipeline runs a pass before the module has what the pass requires."""
 

@@ -19,9 +19,9 @@ class, which the compiled host programs (:func:`build_extension`) include too.
 
 Building: the first process that needs it compiles the six files with the host's C
 compiler (``$CC`` or ``cc``, the Python headers of this interpreter and NumPy's, whose C
-API ``flush.c`` uses for its views) into a cache directory (``$ACROBAT_CACHE_DIR``, else
-``$XDG_CACHE_HOME/acrobat``, else ``~/.cache/acrobat``), under a name that holds the
-sources' hash, the interpreter's ABI, NumPy's version and the machine; later processes
+API ``flush.c`` uses for its views) into the disk cache (:mod:`acrobat.native.cache`: a
+private directory, keys over source, compiler, flags and ABI, checksums verified before
+every import, one build per key at a time, a bounded compiler time); later processes
 load it from there. :func:`status` says what happened (``"built"``, ``"loaded"``,
 or why it is off) and :func:`load_ms` what it cost this process (``RunStats.jit_ms``
 includes it). Without a compiler, on a CPU without AVX2 and FMA, or with
@@ -32,21 +32,19 @@ float rounding.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.machinery
 import importlib.util
 import os
-import platform
-import shutil
-import subprocess
-import sys
-import sysconfig
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 import numpy as np
+
+from acrobat.errors import NativeBuildError
+from acrobat.native import cache
+from acrobat.native.cache import MAX_GENERATED, cache_dir
 
 SOURCES = tuple(
     Path(__file__).with_name(f)
@@ -91,72 +89,42 @@ _status = "not loaded"
 _load_ms = 0.0
 
 
-def cache_dir() -> Path:
-    """Where built kernels are kept."""
-    env = os.environ.get("ACROBAT_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "acrobat"
-
-
 @functools.lru_cache(maxsize=1)
 def _header_bytes() -> bytes:
     return b"".join(p.read_bytes() for p in HEADERS)
 
 
-def _key(source: bytes, n: int) -> str:
-    """The hash a built module's name holds: its source, the headers it includes, the
-    interpreter and the machine."""
-    data = (
-        source
-        + _header_bytes()
-        + sys.version.encode()
-        + platform.machine().encode()
-        + sys.executable.encode()
-    )
-    return hashlib.sha256(data).hexdigest()[:n]
+_failures: dict[Path, NativeBuildError] = {}  # builds that failed in this process
 
 
-def _target() -> Path:
-    # flush.c is built against this NumPy's headers (the generated modules are not)
-    key = _key(b"".join(p.read_bytes() for p in SOURCES) + np.__version__.encode(), 16)
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    return cache_dir() / f"_acrobat_native-{key}{suffix}"
+def _cached_module(path: Path, write_sources, opt: str, includes: tuple[str, ...]):
+    """The module at ``path`` in the disk cache (:mod:`acrobat.native.cache`): verified
+    and imported, or built first (``write_sources(folder)`` writes the C files into a
+    private folder and returns their paths) under the key's lock. Returns ``(module,
+    built)``; raises :class:`NativeBuildError` (also for a failure recorded earlier)."""
+    err = _failures.get(path)
+    if err is not None:
+        raise err
+    name = path.name[: -len(cache.SUFFIX)].split("-")[0]
+    built = False
+    with cache.locked(path):
+        if not cache.verified(path):
+            err = cache.earlier_failure(path)
+            if err is None:
+                try:
+                    with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+                        head = [*cache.compiler(), *cache.flags(opt, includes)]
+                        cache.compile_into(path, head, write_sources(Path(tmp)))
+                except NativeBuildError as e:
+                    err = e
+            if err is not None:
+                _failures[path] = err
+                raise err
+            built = True
+    return _import(path, name), built
 
 
-def _compile(out: Path, sources=SOURCES, opt: str = "-O3") -> None:
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        raise OSError("no C compiler (cc/gcc) on PATH")
-    include = sysconfig.get_paths()["include"]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=out.suffix, dir=out.parent)
-    os.close(fd)
-    cmd = [
-        *cc.split(),
-        opt,
-        "-shared",
-        "-fPIC",
-        "-pthread",
-        f"-I{include}",
-        f"-I{Path(__file__).parent}",  # HEADERS
-        f"-I{np.get_include()}",  # flush.c makes its views with NumPy's C API
-        *(str(p) for p in sources),
-        "-o",
-        tmp,
-    ]
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise OSError(f"{' '.join(cmd)} failed: {done.stderr.strip()[-400:]}")
-        os.replace(tmp, out)  # atomic: a process loading it sees a whole file or none
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def _import(path: Path, name: str = "_acrobat_native"):
+def _import(path: Path, name: str):
     loader = importlib.machinery.ExtensionFileLoader(name, str(path))
     spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     mod = importlib.util.module_from_spec(spec)
@@ -164,68 +132,64 @@ def _import(path: Path, name: str = "_acrobat_native"):
     return mod
 
 
+def _core_path() -> Path:
+    """Where a run-time build of the core lives: its name holds the key of the six files,
+    the headers, this NumPy (``flush.c`` uses its C API), compiler, flags and ABI."""
+    source = b"".join(p.read_bytes() for p in SOURCES) + _header_bytes()
+    flags = cache.flags("-O3", _CORE_INCLUDES)
+    key = cache.key(source + np.__version__.encode(), flags)
+    return cache_dir() / f"_acrobat_native-{key[:16]}{cache.SUFFIX}"
+
+
+_CORE_INCLUDES = (str(Path(__file__).parent), np.get_include())  # HEADERS; NumPy's C API
+_GEN_INCLUDES = (str(Path(__file__).parent),)  # adt.h
 _extensions: dict[str, object] = {}
 
 
-@functools.lru_cache(maxsize=256)  # a runtime asks once per run until it builds
-def _extension_name(source: str) -> str:
-    return f"_acrobat_gen_{_key(source.encode(), 20)}"
+def _extension_path(source: str) -> Path:
+    key = cache.key(source.encode() + _header_bytes(), cache.flags("-O2", _GEN_INCLUDES))
+    return cache_dir() / f"_acrobat_gen_{key[:20]}{cache.SUFFIX}"
 
 
 def extension_cached(source: str) -> bool:
     """Whether :func:`build_extension` of ``source`` would only load (this process has
-    it, or the disk cache does)."""
-    name = _extension_name(source)
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    return name in _extensions or (cache_dir() / f"{name}{suffix}").exists()
+    it, or the disk cache has it with its checksum; it is verified when loaded)."""
+    try:
+        path = _extension_path(source)
+    except NativeBuildError:  # no compiler: nothing can be cached for it
+        return False
+    return path.name in _extensions or cache.recorded(path)
 
 
 def build_extension(source: str, placeholder: str = "@MODULE@"):
     """A generated C extension module (e.g. a compiled host program,
-    :mod:`acrobat.codegen.host_c`), built like the native module: its name is
-    ``_acrobat_gen_<hash>`` (the hash of the source, the interpreter and the machine),
-    written over ``placeholder`` in ``source``; compiled with the host's C compiler into
-    :func:`cache_dir` unless already there, and imported. Returns ``(module, ms)``: what
-    building or loading cost this call (0 when this process had it already). Raises
-    ``OSError`` (no compiler, a failed build) or ``ImportError``; with
-    ``ACROBAT_NATIVE=0``, ``OSError`` too."""
+    :mod:`acrobat.codegen.host_c`): its name is ``_acrobat_gen_<key>`` (the key of the
+    source, compiler, flags, ABI and platform: :mod:`acrobat.native.cache`), written over
+    ``placeholder`` in ``source``; compiled with the host's C compiler into
+    :func:`cache_dir` unless a verified copy is there, and imported. Returns ``(module,
+    ms)``: what building or loading cost this call (0 when this process had it already).
+    Raises :class:`~acrobat.errors.NativeBuildError` (an ``OSError``: no compiler, a
+    failed or timed-out build, ``ACROBAT_NATIVE=0``) or ``ImportError``."""
     if os.environ.get("ACROBAT_NATIVE", "1") == "0":
-        raise OSError("native code is off (ACROBAT_NATIVE=0)")
-    name = _extension_name(source)
+        raise NativeBuildError("native code is off (ACROBAT_NATIVE=0)")
     with _lock:
-        mod = _extensions.get(name)
+        path = _extension_path(source)
+        mod = _extensions.get(path.name)
         if mod is not None:
             return mod, 0.0
         t0 = time.perf_counter()
-        suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-        out = cache_dir() / f"{name}{suffix}"
-        if not out.exists():
-            out.parent.mkdir(parents=True, exist_ok=True)
-            fd, src = tempfile.mkstemp(prefix=name, suffix=".c", dir=out.parent)
-            try:
-                with os.fdopen(fd, "w") as f:
-                    f.write(source.replace(placeholder, name))
-                _compile(out, (src,), "-O2")
-            finally:
-                os.unlink(src)
-            _prune(out.parent, suffix, keep=out)
-        mod = _extensions[name] = _import(out, name)
+        name = path.name[: -len(cache.SUFFIX)]
+
+        def write(folder: Path) -> list[str]:
+            src = folder / f"{name}.c"
+            src.write_text(source.replace(placeholder, name))
+            return [str(src)]
+
+        mod, built = _cached_module(path, write, "-O2", _GEN_INCLUDES)
+        if built:
+            cache.prune(path.parent, path, MAX_GENERATED)
+        _extensions[path.name] = mod
         return mod, (time.perf_counter() - t0) * 1e3
-
-
-MAX_GENERATED = 256
-"""Generated modules kept in the disk cache (~20-40 KB each); past this, the least
-recently built go (a fuzzing campaign builds two per program it draws)."""
-
-
-def _prune(folder: Path, suffix: str, keep: Path) -> None:
-    try:
-        built = sorted(folder.glob(f"_acrobat_gen_*{suffix}"), key=lambda p: p.stat().st_mtime)
-        for old in built[: max(0, len(built) - MAX_GENERATED)]:
-            if old != keep:
-                old.unlink(missing_ok=True)
-    except OSError:  # another process pruning at the same time: nothing lost
-        pass
 
 
 def new_int64s(shape) -> np.ndarray:
@@ -250,18 +214,16 @@ def load():
             if os.environ.get("ACROBAT_NATIVE", "1") == "0":
                 _status = "off (ACROBAT_NATIVE=0)"
                 return None
-            path = _target()
-            built = not path.exists()
-            if built:
-                _compile(path)
-            mod = _import(path)
+            mod, built = _cached_module(
+                _core_path(), lambda _: [str(p) for p in SOURCES], "-O3", _CORE_INCLUDES
+            )
             if not mod.available():
                 _status = "off (this CPU lacks AVX2/FMA)"
                 return None
             _module = mod
             _status = "built" if built else "loaded"
             new_int64s = mod.new_int64s  # the same allocator, without a Python frame
-        except (OSError, ImportError, subprocess.SubprocessError) as err:
+        except (OSError, ImportError) as err:
             _status = f"off ({err})"
         finally:
             _load_ms = (time.perf_counter() - t0) * 1e3

@@ -143,7 +143,7 @@ def _fresh_process(env_extra: dict, tmp_path) -> str:
 def test_built_once_then_loaded_from_the_disk_cache(tmp_path):
     assert _fresh_process({}, tmp_path) == "built"
     assert _fresh_process({}, tmp_path) == "loaded"
-    assert len(list(tmp_path.glob("_acrobat_native-*"))) == 1
+    assert len(list(tmp_path.glob(f"_acrobat_native-*{native.cache.SUFFIX}"))) == 1
 
 
 def test_off_without_a_compiler_or_when_asked(tmp_path):
