@@ -264,6 +264,7 @@ GIVEN: dict[str, tuple[str, ...]] = {
         "one call instead of 64",
         "the other 15 trees",  # 16 trees; all leaves in one launch is asserted in the lesson
         "(0 for a node without inputs)",
+        "the same 16 trees",
         "Measure both on 64 trees",
         "(1 to 64 trees)",
     ),
