@@ -68,6 +68,15 @@ class AcrobatShapeError(AcrobatTypeError):
     """Tensor shapes do not agree with an op's shape rule."""
 
 
+class SizeLimitError(AcrobatTypeError):
+    """A declared size, a tensor or all the weights together are over a limit acrobat keeps
+    (so a tiny source cannot make it allocate gigabytes); ``limit`` is that limit."""
+
+    def __init__(self, message: str, span: Span | None = None, limit: int = 0):
+        self.limit = limit
+        super().__init__(message, span, hint=f"the limit is {limit:,}; declare smaller sizes")
+
+
 class AcrobatMatchError(AcrobatTypeError):
     """A ``match`` is not exhaustive or a pattern does not fit the scrutinee."""
 

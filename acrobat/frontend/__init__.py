@@ -69,6 +69,7 @@ carries file:line:col and a hint. The source text is only ever handed to ``ast.p
 from __future__ import annotations
 
 import ast
+import math
 import re
 
 from acrobat.errors import (
@@ -113,6 +114,19 @@ def parse(source: str, sizes: dict[str, int] | None = None, filename: str = "<so
         ) from None
 
 
+def _refuse_non_finite(tree: ast.Module, filename: str) -> None:
+    """A float literal that Python reads as infinite (``1e999``) has no value a kernel can
+    hold: refuse it here, where its line is known."""
+    for node in ast.walk(tree):
+        value = node.value if isinstance(node, ast.Constant) else None
+        if type(value) is float and not math.isfinite(value):
+            raise AcrobatSyntaxError(
+                "this number is too large for a float (it reads as infinity)",
+                Span(filename, node.lineno, node.col_offset),
+                hint="write a finite constant, at most 1.7e308",
+            )
+
+
 def _parse(source: str, sizes: dict[str, int] | None, filename: str) -> Module:
     try:
         tree = ast.parse(source, filename=filename)
@@ -121,6 +135,7 @@ def _parse(source: str, sizes: dict[str, int] | None, filename: str) -> Module:
             f"not valid Python syntax: {err.msg}",
             Span(filename, err.lineno or 0, max((err.offset or 1) - 1, 0)),
         ) from None
+    _refuse_non_finite(tree, filename)
     decl = Declarations(filename)
     prelude = [a for a in PRELUDE if _PRELUDE_USE[a.name].search(source)]
     for adt in prelude:

@@ -9,6 +9,7 @@ dimensions. Annotations are read from the ``ast`` only.
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from dataclasses import dataclass, field
 
@@ -16,6 +17,7 @@ from acrobat.errors import (
     AcrobatNameError,
     AcrobatSyntaxError,
     AcrobatTypeError,
+    SizeLimitError,
     Span,
     UndeclaredSizeError,
 )
@@ -44,6 +46,13 @@ _SIZE_OPS = {
     ast.FloorDiv: operator.floordiv,
 }
 SCALARS = {"int": INT, "bool": BOOL, "float": FLOAT}
+# Caps on what a source may declare, so a few bytes of it cannot make acrobat allocate gigabytes
+# (``Param[2000000000]``). The largest built-in model (Berxit, large) has a 4.2M-element weight
+# and 76M weight elements in all.
+MAX_SIZE = 1 << 20  # one Size(...) or tensor dimension
+MAX_INT = (1 << 63) - 1  # any size expression (module ints are host ints too)
+MAX_TENSOR_ELEMENTS = 1 << 26  # the elements of one tensor type
+MAX_WEIGHT_ELEMENTS = 1 << 27  # the elements of all weights together
 
 
 @dataclass
@@ -99,7 +108,7 @@ class Declarations:
     def size_value(self, node: ast.expr) -> int:
         """Evaluate a size expression: int literals, sizes and + - * // of them."""
         if isinstance(node, ast.Constant) and type(node.value) is int:
-            return node.value
+            return self.capped(node.value, node, "an int", MAX_INT)
         if isinstance(node, ast.Name):
             if node.id in self.sizes:
                 return self.sizes[node.id]
@@ -119,12 +128,34 @@ class Declarations:
             a, b = self.size_value(node.left), self.size_value(node.right)
             if isinstance(node.op, ast.FloorDiv) and b == 0:
                 raise AcrobatTypeError("division by zero in a size", self.span(node))
-            return _SIZE_OPS[type(node.op)](a, b)
+            return self.capped(_SIZE_OPS[type(node.op)](a, b), node, "an int", MAX_INT)
         raise AcrobatSyntaxError(
             "a size must be an int, a size name, or + - * // of them",
             self.span(node),
             hint="e.g. 3 * H",
         )
+
+    def capped(self, value: int, node: ast.AST, what: str, limit: int = MAX_SIZE) -> int:
+        """``value`` if it is within ``limit`` (either sign), else a ``SizeLimitError``."""
+        if abs(value) > limit:
+            raise SizeLimitError(
+                f"{what} of {value:,} is over the largest acrobat accepts", self.span(node), limit
+            )
+        return value
+
+    def tensor_type(self, dims: tuple[int, ...], node: ast.AST) -> TensorType:
+        """``Tensor[dims]``, refused when a dimension is over ``MAX_SIZE`` or the tensor
+        holds more than ``MAX_TENSOR_ELEMENTS``."""
+        for d in dims:
+            self.capped(d, node, "a dimension")
+        elements = math.prod(dims)
+        if elements > MAX_TENSOR_ELEMENTS:
+            raise SizeLimitError(
+                f"a tensor of shape {dims} holds {elements:,} elements, over the limit",
+                self.span(node),
+                limit=MAX_TENSOR_ELEMENTS,
+            )
+        return TensorType(dims)
 
     # -- types -----------------------------------------------------------------------
     def type_of(self, node: ast.expr | None, type_params: tuple[str, ...] = ()) -> Type:
@@ -157,7 +188,7 @@ class Declarations:
                 dims = tuple(self.size_value(d) for d in items)
                 if any(d < 1 for d in dims):
                     raise AcrobatTypeError(f"tensor dimensions must be positive, got {dims}", sp)
-                return TensorType(dims)
+                return self.tensor_type(dims, node)
             if head == "tuple":
                 if len(items) == 1 and isinstance(items[0], ast.Tuple) and not items[0].elts:
                     return UNIT
@@ -274,7 +305,7 @@ def _assign(st: ast.Assign, decl: Declarations, sizes: dict[str, int], unused: d
     unused.pop(name, None)
     if type(value) is not int or value < 1:
         raise AcrobatTypeError(f"size {name} must be a positive int, got {value!r}", decl.span(st))
-    decl.sizes[name] = value
+    decl.sizes[name] = decl.capped(value, st, f"size {name}") if kind == "Size" else value
 
 
 def host_constant(node: ast.expr) -> int | float | bool | None:
@@ -306,7 +337,15 @@ def _param(st: ast.AnnAssign, decl: Declarations) -> None:
     dims = tuple(decl.size_value(d) for d in items)
     if any(d < 1 for d in dims):
         raise AcrobatTypeError(f"weight {name} has a non-positive dimension {dims}", decl.span(st))
-    decl.params[name] = ParamDef(name, TensorType(dims), span=decl.span(st))
+    ty = decl.tensor_type(dims, st)
+    total = sum(math.prod(p.ty.shape) for p in decl.params.values()) + math.prod(dims)
+    if total > MAX_WEIGHT_ELEMENTS:
+        raise SizeLimitError(
+            f"with {name}, the weights hold {total:,} elements, over the limit",
+            decl.span(st),
+            limit=MAX_WEIGHT_ELEMENTS,
+        )
+    decl.params[name] = ParamDef(name, ty, span=decl.span(st))
 
 
 def _type_params(st: ast.ClassDef, decl: Declarations) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ annotated variables; the final :func:`acrobat.ir.typecheck.infer_module` types i
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any
 
 from acrobat.errors import (
@@ -405,12 +406,25 @@ def fold(e: OpCall) -> Expr:
     scale a tensor); anything else is returned unchanged."""
     if not all(isinstance(a, Const) and a.ty is None for a in e.args):
         return e
+    args = [a.value for a in e.args]
+    ints = all(type(a) is int for a in args)
+    # 2 ** 65 is past int64 already, and 9 ** 9 ** 9 would take minutes to compute
+    if e.op == "h.pow" and ints and abs(args[0]) > 1 and args[1] > 64:
+        raise AcrobatTypeError(
+            f"{args[0]} ** {args[1]} overflows a 64-bit int", e.span, hint="use floats"
+        )
     try:
-        value = REGISTRY[e.op].impl(*(a.value for a in e.args))
+        value = REGISTRY[e.op].impl(*args)
     except (ArithmeticError, ValueError):
         return e  # left for run time, where it raises a located error
     if type(value) not in (int, float, bool):
         return e
+    if type(value) is float and not math.isfinite(value):
+        raise AcrobatTypeError(
+            f"this constant expression is not a finite float ({value})",
+            e.span,
+            hint="keep constants within about 1.7e308",
+        )
     return Const(value, span=e.span)
 
 

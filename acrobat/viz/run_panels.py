@@ -18,6 +18,7 @@ from acrobat.trace import chrome_trace
 from acrobat.viz import runner
 from acrobat.viz.app_state import MAX_UPLOAD_MB, ExplorerState, RunTiming
 from acrobat.viz.compile_panels import OptimizationSwitches
+from acrobat.viz.upload import BoundedFileDropper
 
 UPLOAD_LIMIT = MAX_UPLOAD_MB * 1024 * 1024
 
@@ -289,7 +290,8 @@ class TraceFiles(pn.viewable.Viewer):
             sizing_mode="stretch_width",
             css_classes=["trace-download-chrome"],
         )
-        self.upload = pn.widgets.FileDropper(
+        self.upload = BoundedFileDropper(
+            max_bytes=UPLOAD_LIMIT,
             multiple=False,
             max_file_size=f"{MAX_UPLOAD_MB}MB",
             chunk_size=4_000_000,
@@ -298,6 +300,7 @@ class TraceFiles(pn.viewable.Viewer):
             css_classes=["trace-upload"],
         )
         self.upload.param.watch(self._open, "value")
+        self.upload.param.watch(self._refused, "refused")
         self.refused = pn.pane.Alert(
             "", alert_type="warning", visible=False, css_classes=["upload-refused"]
         )
@@ -334,17 +337,25 @@ class TraceFiles(pn.viewable.Viewer):
         for name, content in dict(event.new or {}).items():
             self.open_bytes(name, content)
 
+    def _refused(self, event: param.parameterized.Event) -> None:
+        if event.new is not None:
+            name, seen = event.new
+            self._refuse(f"{html.escape(name)} is over {seen / 2**20:.1f} MB")
+
+    def _refuse(self, what: str) -> None:
+        self.refused.param.update(
+            object=(
+                f"{what}: the explorer opens traces up to {MAX_UPLOAD_MB} MB. "
+                "Save a smaller run (fewer instances)."
+            ),
+            visible=True,
+        )
+
     def open_bytes(self, name: str, content: bytes | str) -> bool:
         """Open one uploaded file, refusing it (with a message) when over the limit."""
         size = len(content)
         if size > UPLOAD_LIMIT:
-            self.refused.param.update(
-                object=(
-                    f"{html.escape(name)} is {size / 2**20:.1f} MB: the explorer opens traces "
-                    f"up to {MAX_UPLOAD_MB} MB. Save a smaller run (fewer instances)."
-                ),
-                visible=True,
-            )
+            self._refuse(f"{html.escape(name)} is {size / 2**20:.1f} MB")
             return False
         self.refused.visible = False
         text = content if isinstance(content, str) else content.decode("utf-8", errors="replace")

@@ -16,6 +16,7 @@ Two runs are drawn one above the other on a shared time axis.
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 from bokeh.events import SelectionGeometry
@@ -438,7 +439,8 @@ def timeline_pair(trace_a: Trace, trace_b: Trace | None = None):
         for model, side in zip(models, "ab")
     ]
     measure = Div(text=MEASURE_HINT, name="timeline-measure", sizing_mode="stretch_width")
-    names = [f"{side} · {model.policy}" for side, model in zip("AB", models)]
+    # the callback writes these into the Div's HTML
+    names = [html.escape(f"{side} · {model.policy}") for side, model in zip("AB", models)]
     sources = [fig.select_one({"name": "bars"}).data_source for fig in figures]
     callback = CustomJS(args=dict(sources=sources, names=names, div=measure), code=_MEASURE_JS)
     for fig in figures:

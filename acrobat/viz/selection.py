@@ -131,7 +131,7 @@ def _list_text(values: tuple[int, ...], limit: int = 64) -> str:
 def _origin_rows(origin: Origin) -> list[tuple[str, str]]:
     if not origin.lines and not origin.ops:
         return [("source", "not in this trace (it has no KernelMapped events)")]
-    where = f"{origin.file}: " if origin.file else ""
+    where = f"{html.escape(origin.file)}: " if origin.file else ""
     lines = "<br>".join(
         f"line {n}" + (f": <code>{html.escape(text)}</code>" if text else "")
         for n, text in origin.lines

@@ -176,7 +176,10 @@ def _colour_line(line: str, scope: dict) -> str:
             continue
         out.append(html.escape(line[pos : match.start()]))
         token = html.escape(match.group())
-        out.append(f'<span class="taint-{taint}" title="{name}: {taint}">{token}</span>')
+        taint = html.escape(taint)
+        out.append(
+            f'<span class="taint-{taint}" title="{html.escape(name)}: {taint}">{token}</span>'
+        )
         pos = match.end()
     out.append(html.escape(line[pos:]))
     return "".join(out)
@@ -222,7 +225,7 @@ def taint_variables_html(trace: Trace, stage: TaintStage | None = None) -> str:
     body = "".join(
         f"<tr><td><code>@{html.escape(row.function)}</code></td>"
         f"<td><code>%{html.escape(row.variable)}</code></td>"
-        f'<td><span class="taint-{row.taint}">{row.taint}</span></td></tr>'
+        f'<td><span class="taint-{html.escape(row.taint)}">{html.escape(row.taint)}</span></td></tr>'
         for row in taint_rows(trace, stage)
     )
     return f'<table class="acrobat-table taint-variables">{head}{body}</table>'

@@ -10,6 +10,7 @@ opening it restores the whole page; a trace saved from Python has none.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 
@@ -57,7 +58,39 @@ def loads(text: str, name: str = "<trace>") -> Trace:
         if not line.strip():
             continue
         try:
-            events.append(Event.from_dict(json.loads(line)))
+            event = Event.from_dict(json.loads(line))
+            _check_fields(event)
         except (ValueError, TypeError, AttributeError) as err:
             raise ValueError(f"{name}:{number}: not a trace event: {err}") from None
+        events.append(event)
     return Trace(events)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# what a field of each declared type may hold, in a file from anywhere ("dict" and a bare
+# "tuple" are free-form: the views escape what they show of them)
+_FIELD_CHECKS = {
+    "int": _is_int,
+    "float": lambda v: _is_int(v) or isinstance(v, float),
+    "float | None": lambda v: v is None or _is_int(v) or isinstance(v, float),
+    "str": lambda v: isinstance(v, str),
+    "bool": lambda v: isinstance(v, bool),
+    "tuple[int, ...]": lambda v: isinstance(v, tuple) and all(map(_is_int, v)),
+    "tuple[str, ...]": lambda v: isinstance(v, tuple) and all(isinstance(x, str) for x in v),
+}
+
+
+def _check_fields(event: Event) -> None:
+    """Raise ``TypeError`` if a field holds another type than the event declares (a
+    hand-made file could put markup where the views expect a count). ``SessionSettings`` is
+    let through: a file whose settings cannot apply opens read-only instead."""
+    if isinstance(event, SessionSettings):
+        return
+    for f in dataclasses.fields(event):
+        check = _FIELD_CHECKS.get(str(f.type))
+        value = getattr(event, f.name)
+        if check is not None and not check(value):
+            raise TypeError(f"{event.kind}.{f.name} should be {f.type}, got {value!r:.80}")

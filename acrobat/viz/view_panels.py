@@ -236,7 +236,7 @@ def _kernels_line(model) -> str:
     for node in model.nodes:
         counts[node.kernel] = counts.get(node.kernel, 0) + node.count
     shown = "instance " + str(model.instance) if model.instance is not None else "all instances"
-    kernels = ", ".join(f"{name} ×{n}" for name, n in sorted(counts.items()))
+    kernels = ", ".join(f"{html.escape(name)} ×{n}" for name, n in sorted(counts.items()))
     return (
         f'<div class="dfg-kernels">{shown}: {model.total_nodes} node(s) of {kernels}; '
         "scroll to zoom, drag to pan, hover a box for its batch</div>"
@@ -309,7 +309,7 @@ class ScheduleView(LazyView):
             model = schedule_model(trace)
             swatch = f'<span style="color:{policy_color(model.policy)}">■</span>'
             lines.append(
-                f"{swatch} <b>{side} · {model.policy}</b>: {model.batches} batches "
+                f"{swatch} <b>{side} · {html.escape(model.policy)}</b>: {model.batches} batches "
                 f"(lower bound {model.lower_bound}, {model.run_passes} run pass(es))"
             )
         self.summary.object = " &nbsp;|&nbsp; ".join(lines)
@@ -464,7 +464,7 @@ class KernelSourceView(LazyView):
         self.host = pn.pane.HTML(
             "", stylesheets=[CODE_CSS], sizing_mode="stretch_width", css_classes=["host-program"]
         )
-        self.caption = pn.pane.Markdown("")
+        self.caption = pn.pane.HTML("")
         self._sources = {}
         self.watch_state("trace_a", "trace_b")
         self.kernel.param.watch(self._show, "value")
@@ -491,5 +491,8 @@ class KernelSourceView(LazyView):
         if source is None:
             self.code.object, self.caption.object = NOT_RUN, ""
             return
-        self.caption.object = f"compiled by the **{source.backend}** backend ({source.language})"
+        self.caption.object = (
+            f"compiled by the <b>{html.escape(source.backend)}</b> backend "
+            f"({html.escape(source.language)})"
+        )
         self.code.object = code_html(source.source, source.language)
