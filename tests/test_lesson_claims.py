@@ -196,6 +196,7 @@ CLAIMS: dict[str, dict[str, Callable[[], bool] | str]] = {
         "these 30 lines": lambda: solution_lines("01", "solution_batch_run") <= 30,
     },
     "03": {
+        "a batcher in 30 lines": lambda: solution_lines("01", "solution_batch_run") <= 30,
         "save 63 rows": lambda: zeros_rows() == 64,
         "more than a hundred times the bytes moved": lambda: (
             specialization_bytes()[1] > 100 * specialization_bytes()[0]
@@ -273,6 +274,7 @@ GIVEN: dict[str, tuple[str, ...]] = {
     ),
     "03": (
         "a batch of 16 instances would carry 16 copies",
+        "the 16 tiny sentences",
         "on 16 sentences",
         "the 16 inputs",
     ),

@@ -7,10 +7,14 @@ per instance. :func:`check_batcher` calls it with every kernel wrapped in a coun
 says it did; then it compares every output with ``acrobat.run``'s on the same instances, with
 strict lengths (``zip`` would stop at the shorter list), and the counted calls with the run's
 launches. Every failed check raises :class:`ExerciseFailed` with a message saying what differed.
+
+:func:`before_after` draws the lessons' before/after figures: one instance's DFG in several runs,
+side by side.
 """
 
 from __future__ import annotations
 
+import html
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -137,3 +141,15 @@ def _difference(mine: Any, theirs: Any) -> str:
 
 def _per_kernel(calls: Mapping[str, int]) -> str:
     return ", ".join(f"{name} {n}" for name, n in calls.items())
+
+
+def before_after(traces: Mapping[str, Any], instance: int = 0, color_by: str = "batch") -> str:
+    """The DFG of one instance in each of several runs' traces (``{label: trace}``), side by
+    side as HTML: the before/after figures of the lessons (drawn by ``dfg_view``)."""
+    from acrobat.viz.dfg_view import dfg_model, dfg_svg
+
+    return "".join(
+        "<div style='display:inline-block;vertical-align:top;margin:0 10px'>"
+        f"<h4>{html.escape(label)}</h4>{dfg_svg(dfg_model(trace, instance, color_by))}</div>"
+        for label, trace in traces.items()
+    )

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import acrobat
-from acrobat.viz.exercise import CountedKernels, ExerciseFailed, check_batcher
+from acrobat.viz.exercise import CountedKernels, ExerciseFailed, before_after, check_batcher
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +142,19 @@ def test_counted_kernels_keep_calls_and_batch_sizes():
     counted["double"](np.ones(5))
     assert counted.calls["double"] == 2 == counted.total
     assert counted.sizes["double"] == [3, 5]
+
+
+def test_before_after_draws_each_run_side_by_side():
+    spec = acrobat.models.load("treelstm", size="tiny")
+    trees = spec.instances(2, seed=0)
+    runs = {
+        "eager <1>": acrobat.run(
+            acrobat.compile(spec.module, spec.params), trees, policy="eager", trace_level="nodes"
+        ),
+        "batched": acrobat.run(
+            acrobat.compile(spec.module, spec.params), trees, trace_level="nodes"
+        ),
+    }
+    page = before_after({label: r.trace for label, r in runs.items()}, instance=1)
+    assert page.count("<svg") == 2 and page.index("eager &lt;1&gt;") < page.index("batched")
+    assert "<1>" not in page  # labels are escaped
