@@ -32,6 +32,7 @@ float rounding.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.machinery
 import importlib.util
 import os
@@ -45,6 +46,8 @@ import numpy as np
 from acrobat.errors import NativeBuildError
 from acrobat.native import cache
 from acrobat.native.cache import MAX_GENERATED, cache_dir
+from acrobat.native.fallback import NativeFallbackWarning as NativeFallbackWarning
+from acrobat.native.fallback import warn_once
 
 SOURCES = tuple(
     Path(__file__).with_name(f)
@@ -172,6 +175,14 @@ def build_extension(source: str, placeholder: str = "@MODULE@"):
     failed or timed-out build, ``ACROBAT_NATIVE=0``) or ``ImportError``."""
     if os.environ.get("ACROBAT_NATIVE", "1") == "0":
         raise NativeBuildError("native code is off (ACROBAT_NATIVE=0)")
+    try:
+        return _build_extension(source, placeholder)
+    except NativeBuildError as err:
+        warn_once("the compiled host program", err.message, "the Python host program runs")
+        raise
+
+
+def _build_extension(source: str, placeholder: str):
     with _lock:
         path = _extension_path(source)
         mod = _extensions.get(path.name)
@@ -214,25 +225,63 @@ def load():
             if os.environ.get("ACROBAT_NATIVE", "1") == "0":
                 _status = "off (ACROBAT_NATIVE=0)"
                 return None
-            mod, built = _cached_module(
-                _core_path(), lambda _: [str(p) for p in SOURCES], "-O3", _CORE_INCLUDES
-            )
-            if not mod.available():
-                _status = "off (this CPU lacks AVX2/FMA)"
-                return None
-            _module = mod
-            _status = "built" if built else "loaded"
-            new_int64s = mod.new_int64s  # the same allocator, without a Python frame
+            _module, _status = _installed_or_built()
+            new_int64s = _module.new_int64s  # the same allocator, without a Python frame
+            if not _module.available():
+                _status += " (portable: no AVX2/FMA GEMM)"
+                forced = os.environ.get("ACROBAT_NATIVE_ISA") == "portable"
+                why = "ACROBAT_NATIVE_ISA=portable" if forced else "this CPU lacks AVX2/FMA"
+                warn_once("the AVX2 GEMM", why, "products run on NumPy")
         except (OSError, ImportError) as err:
             _status = f"off ({err})"
+            warn_once("the native core", str(err), "running on NumPy and Python alone")
         finally:
             _load_ms = (time.perf_counter() - t0) * 1e3
     return _module
 
 
+def _sources_sha() -> str | None:
+    """The SHA-256 of the C sources and headers beside this file, as ``setup.py`` records
+    it in the installed core (None where they are not shipped)."""
+    try:
+        return hashlib.sha256(b"".join(p.read_bytes() for p in SOURCES + HEADERS)).hexdigest()
+    except OSError:
+        return None
+
+
+def _installed():
+    """The core compiled at install time (``setup.py``), or None and why it is not used."""
+    if os.environ.get("ACROBAT_NATIVE_INSTALLED", "1") == "0":
+        return None, "ACROBAT_NATIVE_INSTALLED=0"
+    try:
+        from acrobat.native import _acrobat_native as mod
+    except ImportError as err:
+        return None, f"no core compiled at install time ({err})"
+    sha = _sources_sha()
+    if sha is not None and mod.sources_sha != sha:
+        return None, "the core compiled at install time is older than its C sources"
+    return mod, None
+
+
+def _installed_or_built():
+    """The core and its status: the installed one, else one built at run time into the
+    disk cache (a checkout not installed, or whose C sources changed since; one warning)."""
+    mod, why = _installed()
+    if mod is not None:
+        return mod, "installed"
+    if not why.startswith("ACROBAT_"):
+        warn_once("the installed native core", why, "building it at run time (pip install -e .)")
+    mod, built = _cached_module(
+        _core_path(), lambda _: [str(p) for p in SOURCES], "-O3", _CORE_INCLUDES
+    )
+    return mod, "built" if built else "loaded"
+
+
 def status() -> str:
-    """``"built"`` (compiled by this process), ``"loaded"`` (from the cache), ``"not
-    loaded"`` (nothing asked for it yet) or ``"off (why)"``."""
+    """``"installed"`` (compiled at install time), ``"built"`` (compiled by this process
+    into the disk cache), ``"loaded"`` (from the cache), ``"not loaded"`` (nothing asked
+    for it yet) or ``"off (why)"``; `` (portable: ...)`` follows where the CPU has no
+    AVX2/FMA (the products then run on NumPy, the rest of the core natively)."""
     return _status
 
 

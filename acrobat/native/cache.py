@@ -38,10 +38,10 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import warnings
 from pathlib import Path
 
 from acrobat.errors import NativeBuildError
+from acrobat.native.fallback import warn_once
 
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 """The file name ending of an extension module for this interpreter (its ABI tag)."""
@@ -55,10 +55,6 @@ CC_TIMEOUT_S = 120.0
 MAX_GENERATED = 256
 """Generated modules kept in the disk cache (~20-40 KB each); past this, the least
 recently built go (a fuzzing campaign builds two per program it draws)."""
-
-
-def _warn(message: str) -> None:
-    warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 def _private(path: Path) -> str | None:
@@ -95,7 +91,7 @@ def _safe_dir(path: Path) -> tuple[Path, str | None]:
         return path, None
     tmp = Path(tempfile.mkdtemp(prefix="acrobat-cache-"))
     atexit.register(shutil.rmtree, tmp, True)
-    _warn(f"acrobat: not using the cache directory: {why}; building into {tmp} for this process")
+    warn_once("the cache directory", why, f"building into {tmp} for this process")
     return tmp, why
 
 

@@ -564,11 +564,12 @@ static int have_avx2(void) {
     static int known = -1;
     if (known < 0) {
         __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        if (use512 < 0) { /* AVX-512 where the CPU has it, unless ACROBAT_NATIVE_ISA=avx2 */
-            const char *isa = getenv("ACROBAT_NATIVE_ISA");
+        /* ACROBAT_NATIVE_ISA=portable: as on a CPU without AVX2 (products on NumPy) */
+        const char *isa = getenv("ACROBAT_NATIVE_ISA");
+        known = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                !(isa && strcmp(isa, "portable") == 0);
+        if (use512 < 0) /* AVX-512 where the CPU has it, unless ACROBAT_NATIVE_ISA=avx2 */
             use512 = known && have_avx512() && !(isa && strcmp(isa, "avx2") == 0);
-        }
     }
     return known;
 }
@@ -1171,4 +1172,17 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_acrobat_native",
                                     "acrobat's native kernels", -1, methods};
 
-PyMODINIT_FUNC PyInit__acrobat_native(void) { return PyModule_Create(&module); }
+/* setup.py defines it when it builds the installed module: the SHA-256 of the sources it
+   was built from, which acrobat.native compares with the sources beside it */
+#ifndef ACROBAT_SOURCES_SHA
+#define ACROBAT_SOURCES_SHA ""
+#endif
+
+PyMODINIT_FUNC PyInit__acrobat_native(void) {
+    PyObject *mod = PyModule_Create(&module);
+    if (mod != NULL && PyModule_AddStringConstant(mod, "sources_sha", ACROBAT_SOURCES_SHA) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}
