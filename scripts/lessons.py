@@ -20,10 +20,11 @@ stored notebook differs from what its source generates, or while a text version'
 (everything but the outputs, which vary from run to run) differ from its source. ``--check``
 does the same without running anything.
 
-A source is plain Markdown:
+A source is plain Markdown, read into cells by jupytext (its Markdown format; scripts/lessons.py
+only handles the marks below, then hands jupytext the Markdown of one medium):
 
 * a fenced ``python`` block is a code cell; the text between code cells is markdown, split into
-  one cell per ``## `` section;
+  a cell per heading (and at two blank lines); a fenced block of any other language stays text;
 * a code block inside ``<details><summary>Solution</summary>`` ... ``</details>`` becomes a
   folded solution cell (tag ``solution``, source hidden; folded in the text version too);
 * ``<!-- notebook`` ... ``-->`` (each on a line of its own) holds cells for the notebook only,
@@ -72,6 +73,12 @@ SOLUTION_OPEN, SOLUTION_CLOSE = "<details><summary>Solution</summary>", "</detai
 OUTPUT_OPEN, OUTPUT_CLOSE = "<!-- output -->", "<!-- /output -->"
 FENCE_OPEN = re.compile(r"^```python\b")
 FENCE_CLOSE = re.compile(r"^```[ \t]*$")
+OTHER_FENCE = re.compile(r"^```(?!python\b)\w")
+SOLUTION_FENCE = '```python tags=["solution"] jupyter={"source_hidden": true}'
+# jupytext's Markdown format, a markdown cell per heading; the cell metadata a lesson may carry
+JUPYTEXT_FORMAT = {"extension": ".md", "format_name": "markdown", "split_at_heading": True}
+KEPT_METADATA = ("jupyter", "tags")
+CELL_BREAK = ["", ""]  # two blank lines end a markdown cell in jupytext's Markdown
 LESSON_LINK = re.compile(r"\]\((\d\d_[A-Za-z0-9_]+)\.md\)")
 OUTPUT_REGION = re.compile(
     r"^" + re.escape(OUTPUT_OPEN) + r"\n.*?^" + re.escape(OUTPUT_CLOSE) + r"\n\n?",
@@ -96,68 +103,62 @@ class LessonRenderError(RuntimeError):
 # --- source -> cells ---------------------------------------------------------------------
 
 
-def cells_of(text: str, name: str = "<lesson>", medium: str = "notebook") -> list[dict]:
-    """The cells of a source for ``medium`` (``"notebook"`` or ``"text"``): (cell_type,
-    source, metadata) dicts, in order. Lesson links point at notebooks in the notebook."""
-    cells: list[dict] = []
-    prose: list[str] = []
-    region = None  # None, "notebook" or "text"
-    solution = False
+def medium_markdown(text: str, name: str = "<lesson>", medium: str = "notebook") -> str:
+    """A source as the plain Markdown that jupytext reads into ``medium``'s cells: the other
+    medium's regions dropped, this medium's unwrapped (a mark ends a cell), a solution's fence
+    tagged with the solution metadata, and a fenced block of another language kept as one
+    Markdown cell (jupytext would make a ```bash block, say, a code cell)."""
     other = "text" if medium == "notebook" else "notebook"
-
-    def flush_prose() -> None:
-        text = "\n".join(prose).strip("\n")
-        prose.clear()
-        if text.strip():
-            if medium == "notebook":
-                text = LESSON_LINK.sub(r"](\1.ipynb)", text)
-            cells.append({"cell_type": "markdown", "source": text, "metadata": {}})
-
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        where = f"{name}:{i + 1}"
-        stripped = line.strip()
-        if FENCE_OPEN.match(line):
-            end = next((j for j in range(i + 1, len(lines)) if FENCE_CLOSE.match(lines[j])), None)
-            if end is None:
-                raise LessonFormatError(f"{where}: a ```python block is not closed")
-            flush_prose()
-            if region != other:
-                meta = json.loads(json.dumps(SOLUTION_META)) if solution else {}
-                source = "\n".join(lines[i + 1 : end])
-                cells.append({"cell_type": "code", "source": source, "metadata": meta})
-            i = end + 1
-            continue
-        if stripped in (NOTEBOOK_OPEN, TEXT_OPEN):
+    out: list[str] = []
+    region = None  # None, "notebook" or "text"
+    fence = None  # (where it opened, what closes it in the output) inside a fenced block
+    solution = False
+    for i, line in enumerate(text.split("\n")):
+        where, stripped, keep = f"{name}:{i + 1}", line.strip(), [line]
+        if fence is not None:  # inside a fenced block: verbatim
+            if FENCE_CLOSE.match(line):
+                keep, fence = [line, *fence[1]], None
+        elif FENCE_OPEN.match(line):
+            fence, keep = (where, []), [SOLUTION_FENCE if solution else line]
+        elif OTHER_FENCE.match(line):
+            fence, keep = (where, ["<!-- #endregion -->"]), ["<!-- #region -->", line]
+        elif stripped in (NOTEBOOK_OPEN, TEXT_OPEN):
             if region is not None:
                 raise LessonFormatError(f"{where}: {stripped} inside another region")
-            flush_prose()
-            region = "notebook" if stripped == NOTEBOOK_OPEN else "text"
-        elif (region == "notebook" and stripped == NOTEBOOK_CLOSE) or (
-            region == "text" and stripped == TEXT_CLOSE
-        ):
-            flush_prose()
-            region = None
+            region, keep = ("notebook" if stripped == NOTEBOOK_OPEN else "text"), CELL_BREAK
+        elif (region, stripped) in (("notebook", NOTEBOOK_CLOSE), ("text", TEXT_CLOSE)):
+            region, keep = None, CELL_BREAK
         elif stripped in (NOTEBOOK_CLOSE, TEXT_CLOSE):
             raise LessonFormatError(f"{where}: {stripped} closes no region")
-        elif stripped == SOLUTION_OPEN:
-            flush_prose()
-            solution = True
-        elif stripped == SOLUTION_CLOSE and solution:
-            flush_prose()
-            solution = False
-        elif line.startswith("## "):
-            if region != other:
-                flush_prose()
-                prose.append(line)
-        elif region != other:
-            prose.append(line)
-        i += 1
+        elif stripped == SOLUTION_OPEN or (stripped == SOLUTION_CLOSE and solution):
+            solution, keep = stripped == SOLUTION_OPEN, CELL_BREAK
+        if region != other or keep is CELL_BREAK:
+            out += keep
+    if fence is not None:
+        raise LessonFormatError(f"{fence[0]}: a fenced block is not closed")
     if region is not None:
         raise LessonFormatError(f"{name}: a <!-- {region} region is not closed")
-    flush_prose()
+    return "\n".join(out)
+
+
+def cells_of(text: str, name: str = "<lesson>", medium: str = "notebook") -> list[dict]:
+    """The cells of a source for ``medium`` (``"notebook"`` or ``"text"``): (cell_type,
+    source, metadata) dicts, in order, read by jupytext from :func:`medium_markdown`. Lesson
+    links point at notebooks in the notebook."""
+    import jupytext
+
+    notebook = jupytext.reads(medium_markdown(text, name, medium), fmt=JUPYTEXT_FORMAT)
+    cells = []
+    for cell in notebook.cells:
+        source = cell.source
+        if cell.cell_type == "markdown":
+            source = source.strip("\n")
+            if not source.strip():
+                continue
+            if medium == "notebook":
+                source = LESSON_LINK.sub(r"](\1.ipynb)", source)
+        metadata = {key: cell.metadata[key] for key in KEPT_METADATA if key in cell.metadata}
+        cells.append({"cell_type": cell.cell_type, "source": source, "metadata": metadata})
     return cells
 
 

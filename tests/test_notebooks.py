@@ -125,6 +125,11 @@ def test_lesson_marks():
     ]
     with pytest.raises(lessons.LessonFormatError):
         lessons.cells_of("<!-- text -->\nnever closed\n")
+    with pytest.raises(lessons.LessonFormatError, match="not closed"):
+        lessons.cells_of("```python\nx = 1\n")
+    other = "Run it:\n\n```bash\nmake notebooks\n```\n\n```text\n-->\n```\n"
+    assert [c["cell_type"] for c in lessons.cells_of(other)] == ["markdown"] * 3
+    assert "make notebooks" in lessons.cells_of(other)[1]["source"]
 
 
 def test_text_rendering(tmp_path):
