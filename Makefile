@@ -51,7 +51,8 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check .
 
 explorer: setup
-	$(VENV)/bin/panel serve apps/explorer.py --port $(PORT) --address $(ADDRESS)
+	$(VENV)/bin/panel serve apps/explorer.py --port $(PORT) --address $(ADDRESS) \
+		--check-unused-sessions 1000 --unused-session-lifetime 1000
 
 # The lessons' one source is tutorials/src/NN_*.md; this regenerates notebooks/NN_*.ipynb from it,
 # executes them and renders the text versions tutorials/NN_*.md (outputs, figures as images).

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -44,6 +44,7 @@ from acrobat.viz.compare_view import (
     options_label,
     verdict_text,
 )
+from acrobat.viz.compile_worker import CompileJob, CompileStopped, compile_isolated
 from acrobat.viz.ir_view import pipeline_stages
 from acrobat.viz.trace_bundle import dumps, join_traces, loads, split_trace
 
@@ -186,7 +187,7 @@ class ExplorerState(param.Parameterized):
         self._lock = threading.RLock()
         self._tokens: list[threading.Event] = []  # one per queued or running job
         self._local = threading.local()  # the token of the job this thread runs
-        self._pool: ThreadPoolExecutor | None = None
+        self._jobs: queue.SimpleQueue | None = None  # the worker thread's queue
         self._last_progress = 0.0
         self._results: dict = {}
         self._estimates: dict = {}
@@ -224,10 +225,25 @@ class ExplorerState(param.Parameterized):
             for old in self._tokens:
                 old.set()
             self._tokens.append(token)
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="explorer")
+            if self._jobs is None:
+                self._jobs = queue.SimpleQueue()
+                # a daemon: a server told to stop (SIGTERM) exits without waiting for a run
+                threading.Thread(target=self._serve, name="explorer", daemon=True).start()
             self._enter_busy()
-        self._pool.submit(self._job, fn, args, token)
+        self._jobs.put((fn, args, token))
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            self._job(*job)
+
+    def close(self) -> None:
+        """The page is gone: stop the work in flight (a compiling child is killed within
+        ``compile_worker.POLL_S``) and end the worker thread once it is idle."""
+        self.cancel()
+        with self._lock:
+            if self._jobs is not None:
+                self._jobs.put(None)
+                self._jobs = None
 
     def _job(self, fn, args, token: threading.Event) -> None:
         self._local.token = token
@@ -265,6 +281,11 @@ class ExplorerState(param.Parameterized):
                 return False
             time.sleep(0.01)
         return True
+
+    def _stopping(self) -> bool:
+        """Whether this thread's job was cancelled (polled while a child compiles)."""
+        token = getattr(self._local, "token", None)
+        return token is not None and token.is_set()
 
     def _check(self) -> None:
         """Raise ``runner.Cancelled`` if this thread's job was cancelled."""
@@ -345,12 +366,23 @@ class ExplorerState(param.Parameterized):
         try:
             with self._working():
                 self._set_progress(-1, f"compiling {model} ({size})")
-                sizes = models.sizes(model, size)
-                module, used = _parse_with_declared_sizes(source, sizes, f"{model}.py")
-                ir_text = module.pretty()
-                weights = self._params(module, model, size, source)
-                self._compiled = runner.compile_module(module, weights, self.disabled)
-                self._module, self._weights = module, weights
+                job = CompileJob(
+                    source=source,
+                    filename=f"{model}.py",
+                    sizes=models.sizes(model, size),
+                    disabled=self.disabled,
+                    model=model,
+                    size=size,
+                    edited=source != models.source(model),
+                )
+                out = compile_isolated(job, self._stopping)
+                if out.error:
+                    self._fail(out.error, out.line, out.col)
+                    return False
+                self._compiled, self._module, self._weights = out.compiled, out.module, out.weights
+                used, ir_text = out.used_sizes, out.ir_text
+        except CompileStopped:
+            raise runner.Cancelled() from None
         except AcrobatError as err:
             # a built-in model's own source failing is never the user's doing: say so
             level = logging.WARNING if source == models.source(model) else logging.INFO
@@ -804,10 +836,6 @@ class ExplorerState(param.Parameterized):
         if spec is None or (spec.name, spec.size) != (model, size):
             spec = self._spec = runner.load_spec(model, size)
         return spec
-
-    def _params(self, module, model: str, size: str, source: str) -> dict:
-        edited = source != models.source(model)
-        return runner.fresh_params(module) if edited else self._model_spec(model, size).params
 
 
 def _parse_with_declared_sizes(source: str, sizes: dict[str, int], filename: str):

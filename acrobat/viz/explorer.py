@@ -90,6 +90,8 @@ class Explorer(pn.viewable.Viewer):
             params["state"] = ExplorerState(auto_run=True, background=True, start=not served)
             if served:
                 pn.state.onload(params["state"].start)
+                # a closed page kills its compile and frees its worker thread
+                pn.state.on_session_destroyed(lambda _context, s=params["state"]: s.close())
         super().__init__(**params)
         state = self.state
         self.picker = ModelPicker(state=state)

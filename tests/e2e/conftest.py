@@ -34,6 +34,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 TIMEOUT_MS = 60_000
+# as `make explorer` serves: a closed page's session (and its compile) ends within about 2 s
+SESSION_FLAGS = ["--check-unused-sessions", "1000", "--unused-session-lifetime", "1000"]
 # Set ACROBAT_SCREENSHOTS=/some/dir to keep a screenshot of each tab the tests open.
 SHOTS = os.environ.get("ACROBAT_SCREENSHOTS")
 
@@ -88,10 +90,11 @@ def _wait_until_serving(url: str, server: subprocess.Popen, log: Path) -> None:
 
 @dataclass(frozen=True)
 class Served:
-    """Where the app answers, and the server's log (shown when a test fails)."""
+    """Where the app answers, the server's log (shown when a test fails) and process id."""
 
     url: str
     log: Path
+    pid: int
 
     @contextmanager
     def log_on_failure(self):
@@ -115,7 +118,7 @@ def serving(command: list[str], port: int, log: Path):
     try:
         url = f"http://127.0.0.1:{port}/explorer"
         _wait_until_serving(url, server, log)
-        yield Served(url, log)
+        yield Served(url, log, server.pid)
     finally:
         server.terminate()
         try:
@@ -132,6 +135,7 @@ def explorer(tmp_path_factory):
     log = tmp_path_factory.mktemp("explorer") / "panel-serve.log"
     command = [str(PANEL), "serve", "apps/explorer.py", "--address", "127.0.0.1"]
     command += ["--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}"]
+    command += SESSION_FLAGS
     with serving(command, port, log) as served:
         yield served
 

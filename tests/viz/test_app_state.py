@@ -92,7 +92,7 @@ def test_internal_crash_is_shown_not_raised(state, monkeypatch):
     def crash(*args, **kwargs):
         raise RuntimeError("frontend bug")
 
-    monkeypatch.setattr("acrobat.viz.app_state.parse", crash)
+    monkeypatch.setattr("acrobat.viz.app_state.compile_isolated", crash)
     assert state.compile() is False
     assert "internal error" in state.error and "frontend bug" in state.error
     assert state.ir_text == "" and state.error_line is None

@@ -1,0 +1,141 @@
+"""Compile a program in a child process with a time and a memory limit.
+
+A few lines of source can ask the compiler for minutes of work or gigabytes (a long call chain,
+a huge constant): the explorer serves strangers, so it never compiles their text in its own
+process. :func:`compile_isolated` forks a child (from a ``forkserver`` started once, with
+acrobat already imported, so a compile costs a fork, not an interpreter start), lets it parse
+and compile under ``RLIMIT_AS``, and waits for its answer while checking ``should_stop`` (Cancel,
+a newer request, a closed page) every few milliseconds. A stop, the deadline or the memory
+limit kills the child at once. No GUI imports.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+COMPILE_SECONDS = 30.0  # the longest one compile may take
+COMPILE_MEMORY_MB = 2048  # memory one compile may take, above what the child starts with
+POLL_S = 0.02
+
+
+class CompileStopped(Exception):
+    """``should_stop`` said so while the child compiled; the child is gone."""
+
+
+@dataclass(frozen=True)
+class CompileJob:
+    """What to compile: the source and how to read it (all small, sent to the child)."""
+
+    source: str
+    filename: str
+    sizes: dict
+    disabled: tuple[str, ...]
+    model: str  # the built-in model whose weights a built-in source uses
+    size: str
+    edited: bool  # an edited source gets fresh seeded weights instead
+
+
+@dataclass(frozen=True)
+class CompileOutcome:
+    """The child's answer: the compiled results, or an error with where it is."""
+
+    module: Any = None
+    used_sizes: dict | None = None
+    ir_text: str = ""
+    weights: dict | None = None
+    compiled: Any = None  # runner.Compiled
+    error: str = ""
+    line: int | None = None
+    col: int | None = None
+
+
+def _vm_bytes() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _compile(job: CompileJob) -> CompileOutcome:
+    from acrobat.viz import runner
+    from acrobat.viz.app_state import _parse_with_declared_sizes
+
+    module, used = _parse_with_declared_sizes(job.source, job.sizes, job.filename)
+    ir_text = module.pretty()
+    weights = (
+        runner.fresh_params(module) if job.edited else runner.load_spec(job.model, job.size).params
+    )
+    compiled = runner.compile_module(module, weights, job.disabled)
+    return CompileOutcome(module, used, ir_text, weights, compiled)
+
+
+def _child(job: CompileJob, conn, memory_bytes: int) -> None:
+    from acrobat.errors import AcrobatError
+
+    limit = _vm_bytes() + memory_bytes
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        outcome = _compile(job)
+    except AcrobatError as err:
+        outcome = CompileOutcome(error=str(err), line=err.line, col=err.col)
+    except MemoryError:
+        outcome = CompileOutcome(error=_memory_text(memory_bytes))
+    except RecursionError:
+        outcome = CompileOutcome(error="the program is nested too deeply to compile")
+    except Exception as err:  # a bug in acrobat: say so
+        outcome = CompileOutcome(error=f"internal error while compiling (please report): {err!r}")
+    conn.send(outcome)
+
+
+def _memory_text(memory_bytes: int) -> str:
+    return (
+        f"compiling needed over {memory_bytes // 2**20} MB, the explorer's limit "
+        "(declare smaller sizes, or compile it with acrobat.compile outside the explorer)"
+    )
+
+
+def _context():
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["acrobat.viz.compile_worker", "acrobat.viz.app_state"])
+    return ctx
+
+
+def compile_isolated(
+    job: CompileJob,
+    should_stop: Callable[[], bool] = lambda: False,
+    seconds: float = COMPILE_SECONDS,
+    memory_mb: int = COMPILE_MEMORY_MB,
+) -> CompileOutcome:
+    """Compile ``job`` in a child process; an outcome with ``error`` set when it failed or
+    passed a limit. Raises :class:`CompileStopped` (child killed) once ``should_stop()``."""
+    ctx = _context()
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_child, args=(job, send, memory_mb * 2**20), daemon=True)
+    child.start()
+    send.close()
+    deadline = time.monotonic() + seconds
+    try:
+        while not receive.poll(POLL_S):
+            if should_stop():
+                raise CompileStopped()
+            if time.monotonic() > deadline:
+                return CompileOutcome(
+                    error=f"compiling took over {seconds:g} s, the explorer's limit "
+                    "(a long call chain or a very large program?)"
+                )
+            if not child.is_alive() and not receive.poll():
+                return CompileOutcome(error=_memory_text(memory_mb * 2**20))
+        try:
+            return receive.recv()
+        except EOFError:  # the child died mid-answer (out of memory)
+            return CompileOutcome(error=_memory_text(memory_mb * 2**20))
+    finally:
+        child.kill()
+        child.join(1)
+        receive.close()

@@ -1,0 +1,89 @@
+"""The served explorer cannot be pinned: a page closed while its program compiles takes the
+compile process with it, and the server stops within 5 s of SIGTERM even mid-compile.
+
+The compile runs in a child of the server's fork server (``acrobat.viz.compile_worker``), so
+the processes are found in /proc as the server's grandchildren.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_explorer_browser import _replace_source
+
+pytestmark = pytest.mark.e2e
+
+# 1,500 statements (under the frontend's size limits): seconds of compiling (well under the explorer's limit of 30 s)
+SLOW = (
+    "def main(x: Tensor[4]) -> Tensor[4]:\n"
+    + "".join(f"    x = tanh(x) * {i}.0\n" for i in range(2000))
+    + "    return x\n"
+)
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.add(int(entry.name))
+    return found
+
+
+def _compiling(server: int) -> set[int]:
+    """The server's grandchildren: compiles running in children of its fork server."""
+    return {g for child in _children(server) for g in _children(child)}
+
+
+def _wait_for(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def _start_slow_compile(explorer, page) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(explorer.url)
+    expect(page.locator(".run-status")).to_contain_text("treelstm")
+    _replace_source(page, SLOW)
+    page.locator(".compile-button button").click()
+    assert _wait_for(lambda: _compiling(explorer.pid), 30), "no compile process started"
+
+
+def test_a_closed_page_kills_its_compile_within_5_s(explorer, page):
+    with explorer.log_on_failure():
+        _start_slow_compile(explorer, page)
+        page.close()
+        closed = time.monotonic()
+        assert _wait_for(lambda: not _compiling(explorer.pid), 5), _compiling(explorer.pid)
+        print(f"compile process gone {time.monotonic() - closed:.2f} s after the page closed")
+
+
+def test_the_server_stops_within_5_s_of_sigterm_mid_compile(explorer, page):
+    with explorer.log_on_failure():
+        _start_slow_compile(explorer, page)
+        compiling = _compiling(explorer.pid)
+        os.kill(explorer.pid, signal.SIGTERM)
+        sent = time.monotonic()
+        assert _wait_for(
+            lambda: (
+                not Path(f"/proc/{explorer.pid}").exists()
+                or (Path(f"/proc/{explorer.pid}/stat").read_text().split()[2] == "Z")
+            ),
+            5,
+        )
+        print(f"server stopped {time.monotonic() - sent:.2f} s after SIGTERM")
+        assert _wait_for(lambda: not any(Path(f"/proc/{p}").exists() for p in compiling), 5)
