@@ -63,6 +63,7 @@ LESSON = "[0-9][0-9]_*.md"
 
 CELL_TIMEOUT_S = 120
 SHELL_SLICE_S = 1.0
+CANVAS_TIMEOUT_MS = 120_000  # BokehJS drawing a figure; slow on a loaded machine
 KERNEL = "acrobat-lessons"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
@@ -294,7 +295,7 @@ class Camera:
         page = html.unescape(framed.group(1)) if framed else PAGE.format(fragment)
         self._page.set_content(page, wait_until="load")
         if framed:  # BokehJS draws into canvases inside shadow roots (locators pierce them)
-            self._page.locator("canvas").first.wait_for(state="attached", timeout=30_000)
+            self._page.locator("canvas").first.wait_for(state="attached", timeout=CANVAS_TIMEOUT_MS)
             self._page.wait_for_timeout(500)
         shot = Image.open(io.BytesIO(self._page.screenshot(full_page=True))).convert("RGB")
         box = ImageChops.difference(shot, Image.new("RGB", shot.size, "white")).getbbox()
