@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -245,14 +245,48 @@ class SessionSettings(Event):
     disabled: tuple[str, ...] = ()
 
 
-@dataclass
-class Trace:
-    """An ordered, append-only list of events."""
+class _Deferred:
+    """A part of a trace whose events are made when the trace is first read."""
 
-    events: list[Event] = field(default_factory=list)
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], list[Event]]):
+        self.make = make
+
+
+class Trace:
+    """An ordered, append-only list of events.
+
+    A producer may :meth:`defer` a part: a function that makes its events, called when the
+    trace is first read (``events``, iteration, ``of``, ``len``, ``save``). A traced run
+    defers what it measured (its launches, phases, schedules and summary): the run pays
+    for recording the times, and making ~2 events per launch waits until someone reads
+    them, after the run."""
+
+    def __init__(self, events: list[Event] | None = None):
+        self._events: list = list(events) if events is not None else []
+        self._deferred = False
+
+    @property
+    def events(self) -> list[Event]:
+        """Every event, in order (deferred parts made now, once)."""
+        if self._deferred:
+            made: list[Event] = []
+            for e in self._events:
+                if isinstance(e, _Deferred):
+                    made.extend(e.make())
+                else:
+                    made.append(e)
+            self._events, self._deferred = made, False
+        return self._events
 
     def emit(self, event: Event) -> None:
-        self.events.append(event)
+        self._events.append(event)
+
+    def defer(self, make: Callable[[], list[Event]]) -> None:
+        """Add the events ``make()`` returns here, made when the trace is first read."""
+        self._events.append(_Deferred(make))
+        self._deferred = True
 
     def of(self, kind: type[Event]) -> list[Event]:
         """The events of one type, in order."""

@@ -340,8 +340,21 @@ static void free_job(kjob_t *j, Py_ssize_t n_args) {
  * the plan's (args[0] unread). 0: done, the bytes copied and kernel seconds in *moved_out
  * and *kernel_out; 1: declined before doing anything (batches it does not take); -1: a
  * Python error is set */
+/* one launch's entry in a flush's log (see run_flush): (batch number, kernel, nodes, level,
+ * begin, kernel start, kernel end, done, bytes copied, device ms = None) */
+static int log_launch(PyObject *log, Py_ssize_t i, Py_ssize_t k, Py_ssize_t n, long long level,
+                      double begin, double start, double end, double done, long long moved) {
+    PyObject *entry = Py_BuildValue("(nnnLddddLO)", i, k, n, level, begin, start, end, done,
+                                    moved, Py_None);
+    if (entry == NULL)
+        return -1;
+    int r = PyList_Append(log, entry);
+    Py_DECREF(entry);
+    return r;
+}
+
 static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
-                          long long *moved_out, double *kernel_out) {
+                          long long *moved_out, double *kernel_out, PyObject *log) {
     PyObject *alloc = args[6], *failed = args[7], *sync = args[8];
     if (names_ready() < 0)
         return -1;
@@ -775,8 +788,14 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
         Py_ssize_t k = kernel_of[i], n = sizes[i];
         kjob_t *j = &jobs[k];
         Py_ssize_t b = seen[k]++;
-        if (n == 0)
-            continue; /* a batch of no nodes (a user's policy may form one) */
+        long long level = plan != NULL ? (long long)plan->level[i] : -1;
+        double begin = log != NULL ? mono_s() : 0.0, start = begin, end = begin;
+        long long moved_before = moved;
+        if (n == 0) { /* a batch of no nodes (a user's policy may form one): not launched */
+            if (log != NULL && log_launch(log, i, k, 0, level, begin, begin, begin, begin, 0) < 0)
+                goto done;
+            continue;
+        }
         PyObject *sp = PySequence_Fast_GET_ITEM(specs, k);
         PyObject *fn = PyTuple_GET_ITEM(sp, 0), *outs = PyTuple_GET_ITEM(sp, 1);
         PyObject *ins = PyTuple_GET_ITEM(sp, 2);
@@ -836,13 +855,14 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
                 call[at++] = PyList_GET_ITEM(j->segs, b); /* borrowed */
                 kwnames = KW_OUT_SEGS;
             }
-            double t0 = mono_s();
+            start = mono_s();
             ret = PyObject_Vectorcall(fn, call + 1, npos | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
             if (ret != NULL && sync != Py_None) {
                 Py_DECREF(ret);
                 ret = PyObject_CallNoArgs(sync);
             }
-            kernel_s += mono_s() - t0;
+            end = mono_s();
+            kernel_s += end - start;
             if (ret == NULL) { /* which batch, and its records, for the caller's report */
                 PyObject *et, *ev, *etb;
                 PyErr_Fetch(&et, &ev, &etb);
@@ -861,6 +881,9 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
         if (ret == NULL)
             goto done;
         Py_DECREF(ret);
+        if (log != NULL &&
+            log_launch(log, i, k, n, level, begin, start, end, mono_s(), moved - moved_before) < 0)
+            goto done;
     }
     *moved_out = moved;
     *kernel_out = kernel_s;
@@ -905,16 +928,33 @@ done:
     return status;
 }
 
-PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 9 || !PyList_Check(args[7]) || PyList_GET_SIZE(args[7]) != 1) {
-        PyErr_SetString(PyExc_TypeError, "run_flush(batches, records, specs, row_of, arena_of, "
-                                         "OUT, alloc, failed: [x], sync)");
+/* a flush's log argument: None (no log) or a list; NULL with an error set otherwise */
+static PyObject *log_arg(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t at, int *bad) {
+    *bad = 0;
+    if (nargs <= at || args[at] == Py_None)
+        return NULL;
+    if (!PyList_Check(args[at])) {
+        PyErr_SetString(PyExc_TypeError, "a flush's log must be None or a list");
+        *bad = 1;
         return NULL;
     }
+    return args[at];
+}
+
+PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if ((nargs != 9 && nargs != 10) || !PyList_Check(args[7]) || PyList_GET_SIZE(args[7]) != 1) {
+        PyErr_SetString(PyExc_TypeError, "run_flush(batches, records, specs, row_of, arena_of, "
+                                         "OUT, alloc, failed: [x], sync[, log])");
+        return NULL;
+    }
+    int bad;
+    PyObject *log = log_arg(args, nargs, 9, &bad);
+    if (bad)
+        return NULL;
     long long moved = 0;
     double kernel_s = 0.0;
-    int status = run_flush_impl(args, NULL, &moved, &kernel_s);
+    int status = run_flush_impl(args, NULL, &moved, &kernel_s, log);
     if (status < 0)
         return NULL;
     if (status > 0)
@@ -932,11 +972,16 @@ PyObject *acrobat_run_flush(PyObject *self, PyObject *const *args, Py_ssize_t na
  * (batch number, its record rows, kernel) as run_flush does. */
 PyObject *acrobat_schedule_flush(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 11 || !PyList_Check(args[9]) || PyList_GET_SIZE(args[9]) != 1) {
+    if ((nargs != 11 && nargs != 12) || !PyList_Check(args[9]) || PyList_GET_SIZE(args[9]) != 1) {
         PyErr_SetString(PyExc_TypeError, "schedule_flush(records, table, KEY, OUT, STRIDE, "
-                                         "specs, row_of, arena_of, alloc, failed: [x], sync)");
+                                         "specs, row_of, arena_of, alloc, failed: [x], sync[, "
+                                         "log])");
         return NULL;
     }
+    int bad;
+    PyObject *log = log_arg(args, nargs, 11, &bad);
+    if (bad)
+        return NULL;
     int64_t KEYc = PyLong_AsLongLong(args[2]), OUTc = PyLong_AsLongLong(args[3]);
     int64_t STRIDE = PyLong_AsLongLong(args[4]);
     if (PyErr_Occurred())
@@ -953,7 +998,7 @@ PyObject *acrobat_schedule_flush(PyObject *self, PyObject *const *args, Py_ssize
                                args[3],  args[8], args[9], args[10]};
     long long moved = 0;
     double kernel_s = 0.0;
-    status = run_flush_impl(flush_args, &plan, &moved, &kernel_s);
+    status = run_flush_impl(flush_args, &plan, &moved, &kernel_s, log);
     PyObject *result = NULL;
     if (status == 0)
         result = Py_BuildValue("(Ldnd)", moved, kernel_s, (Py_ssize_t)plan.nb, sched_s);
@@ -996,6 +1041,7 @@ typedef struct {
     PyObject *take, *take_args, *next_value, *executor, *blank, *table, *KEY, *OUT, *STRIDE;
     PyObject *specs, *alloc, *failed, *sync, *slow, *read_answers, *reads_python, *ARGMAX;
     PyObject *schedule; /* schedule_flush (the executor's: normally this module's) */
+    PyObject *log;      /* None, or a list: each launch's entry, then the pass's marker */
     PyObject *passes; /* list: each fast pass's records */
     long long mem_limit, mem_bound, max_out;
     long long gathered, launches, nodes, fast, slow_calls;
@@ -1089,9 +1135,11 @@ static PyObject *fflush_call(PyObject *self, PyObject *const *args, size_t nargs
         goto done;
     }
     double t2 = mono_s();
-    PyObject *fargs[11] = {recs,     ff->table, ff->KEY,   ff->OUT,    ff->STRIDE, ff->specs,
-                           row_of,   arena_of,  ff->alloc, ff->failed, ff->sync};
-    PyObject *got = PyObject_Vectorcall(ff->schedule, fargs, 11, NULL);
+    /* (a log that is not a list is refused by schedule_flush, before anything runs) */
+    PyObject *log = ff->log == NULL ? Py_None : ff->log;
+    PyObject *fargs[12] = {recs,     ff->table, ff->KEY,   ff->OUT,    ff->STRIDE, ff->specs,
+                           row_of,   arena_of,  ff->alloc, ff->failed, ff->sync, log};
+    PyObject *got = PyObject_Vectorcall(ff->schedule, fargs, log == Py_None ? 11 : 12, NULL);
     if (got == NULL)
         goto done;
     if (got == Py_None) { /* the native scheduler declined: Python schedules them */
@@ -1115,6 +1163,13 @@ static PyObject *fflush_call(PyObject *self, PyObject *const *args, size_t nargs
     if (PyList_Append(ff->passes, recs) < 0)
         goto done;
     double t4 = mono_s();
+    if (log != Py_None && PyList_Check(log)) { /* the pass's marker: (None, t1, t2, t3, t4, nodes, launches) */
+        PyObject *mark = Py_BuildValue("(Oddddnn)", Py_None, t1, t2, t2 + sched_s, t4, nodes, nb);
+        int r = mark == NULL ? -1 : PyList_Append(log, mark);
+        Py_XDECREF(mark);
+        if (r < 0)
+            goto done;
+    }
     ff->gathered += moved;
     ff->kernel_s += kernel_s;
     ff->launches += nb;
@@ -1176,6 +1231,7 @@ static int fflush_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(ff->reads_python);
     Py_VISIT(ff->passes);
     Py_VISIT(ff->schedule);
+    Py_VISIT(ff->log);
     return 0;
 }
 
@@ -1200,6 +1256,7 @@ static int fflush_clear(PyObject *self) {
     Py_CLEAR(ff->ARGMAX);
     Py_CLEAR(ff->passes);
     Py_CLEAR(ff->schedule);
+    Py_CLEAR(ff->log);
     return 0;
 }
 
@@ -1214,6 +1271,8 @@ static PyMemberDef fflush_members[] = {
     {"passes", T_OBJECT, offsetof(fflush_t, passes), READONLY, "each fast pass's records"},
     {"failed", T_OBJECT, offsetof(fflush_t, failed), READONLY,
      "[x]: (batch, record rows, kernel) of a kernel that raised"},
+    {"log", T_OBJECT, offsetof(fflush_t, log), 0,
+     "None, or a list the flushes log their launches and passes to (a traced run)"},
     {"mem_bound", T_LONGLONG, offsetof(fflush_t, mem_bound), 0,
      "bytes the arenas may hold (-1: not counted yet; Runtime.check_memory's bound)"},
     {"gathered", T_LONGLONG, offsetof(fflush_t, gathered), READONLY, "bytes copied"},
@@ -1281,6 +1340,7 @@ PyObject *acrobat_fiber_flush(PyObject *self, PyObject *const *args, Py_ssize_t 
     ff->mem_bound = -1;
     ff->max_out = max_out;
     ff->schedule = Py_NewRef(args[18]);
+    ff->log = Py_NewRef(Py_None);
     ff->gathered = ff->launches = ff->nodes = ff->fast = ff->slow_calls = 0;
     ff->kernel_s = ff->sched_s = ff->gen_s = ff->exe_s = ff->flush_s = 0.0;
     if (ff->failed == NULL || ff->passes == NULL) {

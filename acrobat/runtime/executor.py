@@ -27,8 +27,7 @@ from acrobat.errors import IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG, KernelInfo
-from acrobat.runtime.schedule import Schedule, policy_info
-from acrobat.trace import BatchFormed, KernelLaunched, PhaseBoundary, Trace
+from acrobat.runtime.schedule import Schedule
 
 
 class Executor:
@@ -333,26 +332,38 @@ class Executor:
         return sum(len(r) * b for r, b in zip(dfg.records, self.out_bytes) if b)
 
     # -- execution ---------------------------------------------------------------------
-    def run(self, dfg: DFG, sched: Schedule, trace: Trace | None, t0: float, run_pass: int):
+    def run(self, dfg: DFG, sched: Schedule, log: list | None = None):
         """Execute every batch of ``sched`` in order; returns ``(bytes gathered, seconds
-        spent in kernel calls)`` (see :meth:`launch`). With a trace, :meth:`run_traced`."""
-        if trace is not None:
-            return self.run_traced(dfg, sched, trace, t0, run_pass)
+        spent in kernel calls)`` (see :meth:`launch`). ``log``: a traced run's flush log
+        (:mod:`acrobat.runtime.flushlog`), each launch appended to it."""
         if self.native_flush is not None:
-            done = self.run_native(dfg, sched)
+            done = self.run_native(dfg, sched, log)
             if done is not None:
                 return done
         launch = self.launch
         gathered = 0
         kernel_s = 0.0
-        for step in self.plan(dfg, sched):
+        if log is None:
+            for step in self.plan(dfg, sched):
+                moved, start, end = launch(*step)
+                gathered += moved
+                kernel_s += end - start
+            self.backend.take_device_ms()  # drop the device times nobody reads
+            return gathered, kernel_s
+        clock = time.perf_counter
+        begin = clock()
+        for i, step in enumerate(self.plan(dfg, sched)):
             moved, start, end = launch(*step)
             gathered += moved
             kernel_s += end - start
-        self.backend.take_device_ms()  # drop the device times nobody reads
+            times = self.backend.take_device_ms()
+            done = clock()
+            ms = sum(times) if times is not None else None
+            log.append((i, step[0], step[1], -1, begin, start, end, done, moved, ms))
+            begin = done
         return gathered, kernel_s
 
-    def run_native(self, dfg: DFG, sched: Schedule):
+    def run_native(self, dfg: DFG, sched: Schedule, log: list | None = None):
         """:meth:`run` on host arenas as one call of the native module's ``run_flush``
         (``acrobat/native/flush.c``): the bookkeeping and the loop of :meth:`plan` and
         :meth:`launch`, without Python per batch (StackRNN small b64,
@@ -372,9 +383,10 @@ class Executor:
             self.row_of,
             self.arena_of,
             OUT,
+            log=log,
         )
 
-    def run_leveled(self, dfg: DFG, table: np.ndarray):
+    def run_leveled(self, dfg: DFG, table: np.ndarray, log: list | None = None):
         """The acrobat policy's leveled schedule of ``dfg`` (what ``list_schedule`` gives,
         ``table`` its kernel table) run as :meth:`run_native` runs it, in one native call
         (``schedule_flush``, ``acrobat/native/flush.c``): no Batch, Schedule or node array
@@ -392,15 +404,18 @@ class Executor:
             self.flush_specs,
             self.row_of,
             self.arena_of,
+            log=log,
         )
 
-    def _flush_call(self, fn, *head):
-        """``fn(*head, alloc, failed, sync)``, a native flush (``run_flush`` or
+    def _flush_call(self, fn, *head, log: list | None = None):
+        """``fn(*head, alloc, failed, sync[, log])``, a native flush (``run_flush`` or
         ``schedule_flush``), with an embedding id out of range that a kernel raised
         reported as :meth:`launch` reports it (the native call names the batch's kernel
         and record rows in ``failed``)."""
         failed = [None]
         try:
+            if log is not None:
+                return fn(*head, native.new_int64s, failed, self.sync, log)
             return fn(*head, native.new_int64s, failed, self.sync)
         except IndexOutOfRange as err:
             raise self.flush_error(failed, err) from None
@@ -410,49 +425,6 @@ class Executor:
         as (the flush set ``failed[0]`` to the batch number, its record rows and kernel)."""
         _, rec, k = failed[0]
         return self._embedding_error(k, rec, err)
-
-    def run_traced(self, dfg: DFG, sched: Schedule, trace: Trace, t0: float, run_pass: int):
-        """:meth:`run`, emitting each batch's ``BatchFormed`` and ``KernelLaunched`` (with the
-        launch's gather and scatter times around the kernel's) and the phase boundaries."""
-        phase = None
-        phases = policy_info(sched.policy).keyed_levels
-        launch = self.launch
-        clock = time.perf_counter
-        gathered = 0
-        kernel_s = 0.0
-        begin = clock()
-        for i, (batch, step) in enumerate(zip(sched.batches, self.plan(dfg, sched))):
-            if phases:
-                p = batch.level // STRIDE
-                if phase is not None and p != phase:
-                    trace.emit(PhaseBoundary(int(p)))
-                phase = p
-            k = batch.kernel
-            moved, start, end = launch(*step)
-            done = clock()
-            gathered += moved
-            kernel_s += end - start
-            times = self.backend.take_device_ms()
-            device_ms = sum(times) if times is not None else None
-            name, n = self.names[k], step[1]
-            trace.emit(BatchFormed(i, name, n, batch.level, sched.policy, run_pass))
-            trace.emit(
-                KernelLaunched(
-                    i,
-                    name,
-                    n,
-                    (start - t0) * 1e3,
-                    (end - t0) * 1e3,
-                    moved,
-                    self.backend.name,
-                    device_ms,
-                    (begin - t0) * 1e3,
-                    (done - t0) * 1e3,
-                    self.plans[k][3],
-                )
-            )
-            begin = clock()
-        return gathered, kernel_s
 
     def plan(self, dfg: DFG, sched: Schedule):
         """The bookkeeping of a whole flush done at once, then each launch's arguments.

@@ -33,6 +33,7 @@ from acrobat.errors import AcrobatNameError, IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType
 from acrobat.ir.values import AdtValue, entry_args_all
 from acrobat.reprs import html_summary, text_summary
+from acrobat.runtime import flushlog
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
 from acrobat.runtime.direct import DirectRunner
@@ -337,6 +338,7 @@ class _RunState:
         "mem_bound",
         "heads",
         "fast_records",
+        "log",
     )
 
     def __init__(self, runtime: Runtime, policy: str, trace_level: str):
@@ -369,10 +371,14 @@ class _RunState:
         # the passes of the native fiber flush (Runtime.fiber_flush), in order: a pass's
         # records per DFG kernel, or the DFG of one it gave to Runtime.flush_records
         self.fast_records: list = []
-        # the built-in acrobat policy's leveled schedule, untraced, on an executor that
-        # runs it in the same native call (Executor.run_leveled)
+        # a traced run's flush log (acrobat.runtime.flushlog): every launch and flush, in
+        # order, whichever path ran them; the trace's events are made from it at the end
+        self.log: list | None = [] if self.traced else None
+        # the built-in acrobat policy's leveled schedule on an executor that runs it in the
+        # same native call (Executor.run_leveled), traced or not; at trace level "nodes"
+        # Python forms the same batches, to name each node's
         self.leveled_native = (
-            not self.traced
+            not self.node_events
             and runtime.executor.native_flush is not None
             and runtime.executor.native_schedule_flush is not None
             and runtime.leveling
@@ -850,6 +856,8 @@ class Runtime:
             ex.native_schedule_flush,
         )
         ff.mem_bound = st.mem_bound
+        if st.log is not None:
+            ff.log = st.log
         return ff
 
     def fiber_flush_done(self, st: _RunState, ff) -> None:
@@ -904,7 +912,7 @@ class Runtime:
         if st.leveled_native:  # schedule and launches in one native call
             ex.reserve(st.next_value())
             self.check_memory(st, dfg, nodes)
-            done = ex.run_leveled(dfg, self.level_table)
+            done = ex.run_leveled(dfg, self.level_table, st.log)
         if done is not None:
             gathered, kernel_s, launches, sched_s = done
             sched = None
@@ -916,8 +924,7 @@ class Runtime:
             if not st.leveled_native:  # (else reserved and checked before it declined)
                 ex.reserve(st.next_value())
                 self.check_memory(st, dfg, nodes)
-            tr = st.trace if st.traced else None
-            gathered, kernel_s = ex.run(dfg, sched, tr, st.t0, len(st.passes))
+            gathered, kernel_s = ex.run(dfg, sched, st.log)
         t4 = time.perf_counter()
         stats.bytes_gathered += gathered
         stats.kernel_ms += kernel_s * 1e3
@@ -930,10 +937,8 @@ class Runtime:
         # and Batch tuples go now, not at the cycle collector's pass at the run's end
         st.passes.append((dfg, sched if st.traced else None))
         st.flush_s += t4 - t1
-        if st.traced:  # the trace's phases (an untraced run's pass would keep 3 tuples)
-            st.spans.append(("dfg_arrays", t1, t2))
-            st.spans.append(("scheduling", t2, t3))
-            st.spans.append(("execution", t3, t4))
+        if st.log is not None:
+            flushlog.mark(st.log, t1, t2, t3, t4, nodes, launches, sched)
 
     def check_memory(self, st: _RunState, dfg: DFG, nodes: int) -> None:
         """Raise :class:`ArenaLimitError` before a flush whose outputs would take the arenas
@@ -988,27 +993,43 @@ class Runtime:
         stats._dfgs = _LazyDFGs(
             self.executor.info, st.fast_records, tuple(dfg for dfg, _ in st.passes)
         )
-        if st.traced:
-            st.bounds = [lower_bound(dfg) for dfg, _ in st.passes]
-            stats.lower_bound = sum(st.bounds)
-            trace, t0 = st.trace, st.t0
-            for name, a, b in sorted(st.spans, key=lambda s: s[1]):
-                trace.emit(HostSpan(name, (a - t0) * 1e3, (b - t0) * 1e3))
-            _trace_passes(st, self.executor.node_name)
-            trace.emit(HostSpan("total", 0.0, stats.total_ms))
-            trace.emit(RunSummary(dict(stats)))
+        if st.traced:  # its events are made when the trace is first read (Trace.defer)
+            ex, dfgs = self.executor, stats._dfgs
+            st.trace.defer(lambda: _run_events(st, ex, dfgs))
 
 
-def _trace_passes(st: _RunState, node_name) -> None:
-    """One ScheduleFormed per pass and, at trace level "nodes", its NodeRecorded events."""
-    made_by: dict[int, int] = {}  # value id -> node, across passes
-    offset = batches = 0
-    for p, ((dfg, sched), bound) in enumerate(zip(st.passes, st.bounds)):
-        st.trace.emit(ScheduleFormed(st.policy, len(sched.batches), dfg.num_nodes, bound, p))
-        if st.node_events:
-            _node_events(st.trace, dfg, sched, node_name, offset, batches, made_by)
-        offset += dfg.num_nodes
-        batches += len(sched.batches)
+def _run_events(st: _RunState, ex: Executor, dfgs) -> list:
+    """A traced run's events, from what it measured (``st.log``, ``st.spans``): its
+    launches, host phases, schedules (with their lower bounds, from ``dfgs``), the
+    total and the summary."""
+    stats = st.stats
+    st.bounds = [lower_bound(dfg) for dfg in dfgs]
+    if stats._bound is None:
+        stats.lower_bound = sum(st.bounds)
+    trace, t0 = Trace(), st.t0
+    fused = [plan[3] for plan in ex.plans]
+    spans = flushlog.emit(trace, st.log, ex.names, st.policy, ex.backend.name, fused, t0)
+    for name, a, b in sorted(st.spans + spans, key=lambda s: s[1]):
+        trace.emit(HostSpan(name, (a - t0) * 1e3, (b - t0) * 1e3))
+    _trace_passes(st, trace, ex.node_name)
+    trace.emit(HostSpan("total", 0.0, stats.total_ms))
+    trace.emit(RunSummary(dict(stats)))
+    return trace.events
+
+
+def _trace_passes(st: _RunState, trace: Trace, node_name) -> None:
+    """One ScheduleFormed per pass and, at trace level "nodes", its NodeRecorded events
+    (that level's passes are all scheduled in Python: ``st.passes`` has each schedule)."""
+    for p, ((marker, _), bound) in enumerate(zip(flushlog.passes(st.log), st.bounds)):
+        nodes, launches = marker[5], marker[6]
+        trace.emit(ScheduleFormed(st.policy, launches, nodes, bound, p))
+    if st.node_events:
+        made_by: dict[int, int] = {}  # value id -> node, across passes
+        offset = batches = 0
+        for dfg, sched in st.passes:
+            _node_events(trace, dfg, sched, node_name, offset, batches, made_by)
+            offset += dfg.num_nodes
+            batches += len(sched.batches)
 
 
 def _node_events(trace, dfg: DFG, sched, node_name, offset: int, batches: int, made_by) -> None:

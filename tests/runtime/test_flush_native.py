@@ -223,16 +223,16 @@ def test_schedule_flush_declines_records_it_does_not_take():
     real = ex.run_leveled
     answers = []
 
-    def narrow_first(dfg, table):
+    def narrow_first(dfg, table, log=None):
         if not answers:  # the first flush's records as int32: declined, nothing done
             before = (ex.row_of.copy(), ex.arena_of.copy(), [a.top for a in ex.arena_list])
             narrow = type(dfg)(dfg.kernels, [r.astype(np.int32) for r in dfg.records])
-            answers.append(real(narrow, table))
+            answers.append(real(narrow, table, log))
             after = (ex.row_of, ex.arena_of, [a.top for a in ex.arena_list])
             assert np.array_equal(before[0], after[0]) and np.array_equal(before[1], after[1])
             assert before[2] == after[2]
             return answers[-1]
-        answers.append(real(dfg, table))
+        answers.append(real(dfg, table, log))
         return answers[-1]
 
     ex.run_leveled = narrow_first
@@ -261,9 +261,9 @@ def test_a_failed_launch_of_a_kernel_without_host_ids_reports_its_records(levele
     dfgs = []
     real = ex.run_leveled
 
-    def keep(dfg, table):
+    def keep(dfg, table, log=None):
         dfgs.append(dfg)
-        return real(dfg, table)
+        return real(dfg, table, log)
 
     ex.run_leveled = keep
     try:

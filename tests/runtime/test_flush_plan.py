@@ -76,8 +76,8 @@ def test_plan_equals_allocating_batch_by_batch(model, policy, planner, monkeypat
     monkeypatch.setattr(Executor, "plan", _checked_plan(seen, planner))
     # untraced runs too take the Python path here (the native flush, which does the same
     # bookkeeping in C, is held to this path's calls in test_flush_native.py)
-    monkeypatch.setattr(Executor, "run_native", lambda self, dfg, sched: None)
-    monkeypatch.setattr(Executor, "run_leveled", lambda self, dfg, table: None)
+    monkeypatch.setattr(Executor, "run_native", lambda self, dfg, sched, log=None: None)
+    monkeypatch.setattr(Executor, "run_leveled", lambda self, dfg, table, log=None: None)
     monkeypatch.setattr(Runtime, "fiber_flush", lambda self, st, hs, take: None)
     spec = load(model, "tiny")
     xs = spec.instances(6, seed=3)
