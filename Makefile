@@ -1,4 +1,4 @@
-# Developer and CI entry points: `make setup | test | test-slow | lint | explorer | clean`.
+# Developer and CI entry points: `make setup | test | test-slow | test-asan | lint | explorer | clean`.
 # `setup` is idempotent: system packages only when missing, pip only when pyproject.toml changed.
 
 VENV ?= .venv
@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 PYTEST_MARKS ?= not slow
 SYSTEM_PACKAGES = graphviz chromium
 
-.PHONY: setup system-packages test test-slow lint explorer notebooks peers bench clean
+.PHONY: setup system-packages test test-slow test-asan lint explorer notebooks peers bench clean
 
 setup: system-packages $(VENV)/.installed
 
@@ -45,6 +45,11 @@ test: setup
 
 test-slow:
 	@$(MAKE) --no-print-directory test PYTEST_MARKS=slow
+
+# The native tests and the compiled host programs' fiber tests under AddressSanitizer + UBSan
+# (tests/native/test_sanitize.py says how; CI runs it in the slow suite).
+test-asan: setup
+	$(PY) -m pytest tests/native/test_sanitize.py -m slow $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

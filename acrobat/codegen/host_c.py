@@ -1205,6 +1205,37 @@ _FIBERS = r"""
 #define FIBER_MARGIN ((size_t)128 << 10) /* kept free below the deepest host frame */
 #define FIBER_POOL 1024                   /* stacks kept for the next fibers */
 
+/* AddressSanitizer (ACROBAT_SANITIZE=1 builds) is told of every stack switch: the stack
+   a switch goes to (start), and where it came from once there (finish) */
+#if defined(__SANITIZE_ADDRESS__)
+#define FIBER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FIBER_ASAN 1
+#endif
+#endif
+#ifdef FIBER_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+/* a pooled stack still holds the redzones of the frames its last fiber left on it */
+#define ASAN_FRESH_STACK(f) \
+    __asan_unpoison_memory_region((f)->stack + FIBER_GUARD, FIBER_STACK - FIBER_GUARD)
+#define ASAN_FIELDS const void *asan_lo; size_t asan_size; void *asan_fake;
+#define ASAN_TO_FIBER(f) void *asan_fake_ = NULL; \
+    __sanitizer_start_switch_fiber(&asan_fake_, (f)->stack + FIBER_GUARD, FIBER_STACK - FIBER_GUARD)
+#define ASAN_ON_SCHEDULER() __sanitizer_finish_switch_fiber(asan_fake_, NULL, NULL)
+#define ASAN_TO_SCHEDULER(f, last) \
+    __sanitizer_start_switch_fiber((last) ? NULL : &(f)->asan_fake, (f)->asan_lo, (f)->asan_size)
+#define ASAN_ON_FIBER(f) __sanitizer_finish_switch_fiber((f)->asan_fake, &(f)->asan_lo, &(f)->asan_size)
+#else
+#define ASAN_FRESH_STACK(f)
+#define ASAN_FIELDS
+#define ASAN_TO_FIBER(f)
+#define ASAN_ON_SCHEDULER()
+#define ASAN_TO_SCHEDULER(f, last)
+#define ASAN_ON_FIBER(f)
+#endif
+
 enum { F_NEW, F_RUN, F_READ, F_SPAWN, F_PHASE, F_DONE, F_ERROR };
 
 typedef PyObject *(*fiber_fn)(hs_t *st, PyObject *args, int64_t *dp);
@@ -1230,6 +1261,7 @@ struct fiber {
     int64_t ret_d;          /* and the depth it ended at */
     PyObject *vid;          /* F_READ: the value id it reads */
     PyObject *answer;       /* what its wait returns (owned until taken) */
+    ASAN_FIELDS             /* the stack it was switched from (sanitizer builds) */
 };
 
 static char *fiber_pool[FIBER_POOL];
@@ -1311,8 +1343,8 @@ static void fiber_init(fiber_t *f) {
     memcpy((char *)sp + 4, &cw, sizeof cw);
     f->sp = sp;
 }
-#define TO_FIBER(st, f) acrobat_fiber_switch(&(st)->main_sp, (f)->sp)
-#define TO_SCHEDULER(st, f) acrobat_fiber_switch(&(f)->sp, (st)->main_sp)
+#define SWITCH_TO_FIBER(st, f) acrobat_fiber_switch(&(st)->main_sp, (f)->sp)
+#define SWITCH_TO_SCHEDULER(st, f) acrobat_fiber_switch(&(f)->sp, (st)->main_sp)
 #else
 static void fiber_init(fiber_t *f) {
     getcontext(&f->ctx);
@@ -1321,15 +1353,18 @@ static void fiber_init(fiber_t *f) {
     f->ctx.uc_link = NULL;
     makecontext(&f->ctx, fiber_start, 0);
 }
-#define TO_FIBER(st, f) swapcontext(&(st)->main_ctx, &(f)->ctx)
-#define TO_SCHEDULER(st, f) swapcontext(&(f)->ctx, &(st)->main_ctx)
+#define SWITCH_TO_FIBER(st, f) swapcontext(&(st)->main_ctx, &(f)->ctx)
+#define SWITCH_TO_SCHEDULER(st, f) swapcontext(&(f)->ctx, &(st)->main_ctx)
 #endif
+#define TO_FIBER(st, f) do { ASAN_TO_FIBER(f); SWITCH_TO_FIBER(st, f); ASAN_ON_SCHEDULER(); } while (0)
+#define TO_SCHEDULER(st, f, last) do { ASAN_TO_SCHEDULER(f, last); SWITCH_TO_SCHEDULER(st, f); } while (0)
 
 /* run fiber f until it waits or ends (its state says which); -1: no stack for it */
 static int fiber_resume(hs_t *st, fiber_t *f) {
     if (f->stack == NULL) {
         if ((f->stack = stack_get()) == NULL)
             return -1;
+        ASAN_FRESH_STACK(f);
         fiber_init(f);
     }
     st->cur = f;
@@ -1347,6 +1382,7 @@ static int fiber_resume(hs_t *st, fiber_t *f) {
 static void fiber_start(void) {
     hs_t *st = fiber_boot;
     fiber_t *f = st->cur;
+    ASAN_ON_FIBER(f);
     int64_t d = f->d;
     PyObject *args = f->args;
     f->args = NULL;
@@ -1358,7 +1394,7 @@ static void fiber_start(void) {
         f->ret_d = d;
         f->state = F_DONE;
     }
-    TO_SCHEDULER(st, f); /* never resumed */
+    TO_SCHEDULER(st, f, 1); /* never resumed */
     abort();
 }
 
@@ -1371,7 +1407,8 @@ static int fiber_wait(hs_t *st, int state) {
     }
     f->state = state;
     f->depth = st->depth;
-    TO_SCHEDULER(st, f);
+    TO_SCHEDULER(st, f, 0);
+    ASAN_ON_FIBER(f);
     if (f->abort) {
         PyErr_SetString(PyExc_RuntimeError, "the run stopped");
         return -1;

@@ -253,6 +253,8 @@ def _installed():
     """The core compiled at install time (``setup.py``), or None and why it is not used."""
     if os.environ.get("ACROBAT_NATIVE_INSTALLED", "1") == "0":
         return None, "ACROBAT_NATIVE_INSTALLED=0"
+    if cache.sanitizing():  # the installed core is not instrumented
+        return None, "ACROBAT_SANITIZE=1"
     try:
         from acrobat.native import _acrobat_native as mod
     except ImportError as err:

@@ -46,7 +46,7 @@ from acrobat.native.fallback import warn_once
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
 """The file name ending of an extension module for this interpreter (its ABI tag)."""
 
-SANITIZE_FLAGS = ("-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g")
+SANITIZE_FLAGS = ("-O1", "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g")
 """What ``ACROBAT_SANITIZE=1`` adds to every run-time build (``make test-asan``)."""
 
 CC_TIMEOUT_S = 120.0

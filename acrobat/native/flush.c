@@ -277,7 +277,7 @@ static PyObject *as_array(PyObject *alloc, const int64_t *p, Py_ssize_t a, Py_ss
     PyObject *arr = new_i64(alloc, a, b, 1, &view);
     if (arr == NULL)
         return NULL;
-    if (a * b)
+    if (a * b != 0)
         memcpy(view.buf, p, (size_t)(a * b) * sizeof(int64_t));
     PyBuffer_Release(&view);
     return arr;
@@ -586,6 +586,12 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
         }
         const int64_t *table = tb.buf;
         Py_ssize_t N = tb.shape[0], W = tb.shape[1];
+        if (members > 0 && W < 1) { /* a twin group's member is its records' last column */
+            PyBuffer_Release(&tb);
+            PyErr_SetString(PyExc_ValueError,
+                            "run_flush: a twin group's records need a member column (width 0)");
+            goto done;
+        }
         j->offsets = PyMem_Calloc(j->nb + 1, sizeof(Py_ssize_t));
         if (j->offsets == NULL) {
             PyBuffer_Release(&tb);
@@ -612,7 +618,7 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
             j->has_rec = 1;
             j->recp = j->recbuf.buf;
         } else {
-            j->recp = PyMem_Malloc((size_t)(j->T * W ? j->T * W : 1) * sizeof(int64_t));
+            j->recp = PyMem_Malloc((size_t)(j->T * W != 0 ? j->T * W : 1) * sizeof(int64_t));
             if (j->recp == NULL) {
                 PyBuffer_Release(&tb);
                 PyErr_NoMemory();
@@ -727,7 +733,7 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
             goto done;
         }
         if (n_t) {
-            j->rowsp = PyMem_Malloc((size_t)(n_t * j->T ? n_t * j->T : 1) * sizeof(int64_t));
+            j->rowsp = PyMem_Malloc((size_t)(n_t * j->T != 0 ? n_t * j->T : 1) * sizeof(int64_t));
             if (j->rowsp == NULL) {
                 PyErr_NoMemory();
                 goto done;
