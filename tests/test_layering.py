@@ -29,6 +29,8 @@ ORDER = [
     FACADE,
     "bench",
     "fuzz",  # the differential fuzzer drives the whole stack, as the benchmark does
+    "doctor",  # `python -m acrobat doctor`: reads the native core, the compiler, the BLAS
+    "__main__",  # `python -m acrobat <command>`
 ]
 # A package may import itself, any package before it in ORDER, and nothing after it.
 # `models` sits beside `frontend` (sources + data) and may use baselines lazily for oracles;
