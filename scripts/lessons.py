@@ -280,7 +280,7 @@ class Camera:
             raise LessonRenderError(f"{CHROMIUM} is missing: install Chromium (make setup)")
         self._pw = sync_playwright().start()
         self._browser = self._pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        self._page = self._browser.new_page(viewport={"width": width, "height": 400})
+        self._viewport = {"width": width, "height": 400}
 
     def close(self) -> None:
         self._browser.close()
@@ -292,12 +292,16 @@ class Camera:
         from PIL import Image, ImageChops
 
         framed = IFRAME.search(fragment)
-        page = html.unescape(framed.group(1)) if framed else PAGE.format(fragment)
-        self._page.set_content(page, wait_until="load")
-        if framed:  # BokehJS draws into canvases inside shadow roots (locators pierce them)
-            self._page.locator("canvas").first.wait_for(state="attached", timeout=CANVAS_TIMEOUT_MS)
-            self._page.wait_for_timeout(500)
-        shot = Image.open(io.BytesIO(self._page.screenshot(full_page=True))).convert("RGB")
+        content = html.unescape(framed.group(1)) if framed else PAGE.format(fragment)
+        page = self._browser.new_page(viewport=self._viewport)  # nothing left from the last one
+        try:
+            page.set_content(content, wait_until="load")
+            if framed:  # BokehJS draws into canvases inside shadow roots (locators pierce them)
+                page.locator("canvas").first.wait_for(state="attached", timeout=CANVAS_TIMEOUT_MS)
+                page.wait_for_timeout(500)
+            shot = Image.open(io.BytesIO(page.screenshot(full_page=True))).convert("RGB")
+        finally:
+            page.close()
         box = ImageChops.difference(shot, Image.new("RGB", shot.size, "white")).getbbox()
         if box:
             left, top, right, bottom = box
