@@ -30,9 +30,10 @@ $(PY):
 	python3 -m venv $(VENV)
 
 # The stamp makes a second `make test` install nothing unless pyproject.toml changed.
-# `viz` (the explorer and notebook widgets) is an extra for users; tests and the explorer need it.
+# `viz` (the explorer and notebook widgets) and `numba` (the scheduler where the native core is
+# off) are extras for users; tests and the explorer need them.
 $(VENV)/.installed: pyproject.toml | $(PY)
-	$(PY) -m pip install -e '.[dev,viz]'
+	$(PY) -m pip install -e '.[dev,viz,numba]'
 	touch $@
 
 # pytest exits 5 when it collected nothing: say so loudly and fail rather than pass silently.

@@ -1,4 +1,4 @@
-"""pyproject.toml and environment.yml declare the same dependencies (base, viz, gpu, dev); the
+"""pyproject.toml and environment.yml declare the same dependencies (base, numba, viz, gpu, dev); the
 base needs none of the GUI stack, which is the `viz` extra that the Makefile installs."""
 
 import re
@@ -14,8 +14,8 @@ PYPI_TO_CONDA = {
 }
 # conda entries with no PyPI counterpart in pyproject.toml.
 CONDA_ONLY = {"python", "pip", "graphviz"}
-CHECKED_EXTRAS = ("viz", "gpu", "dev")
-ALL_EXTRAS = {"viz", "gpu", "dev", "peers"}
+CHECKED_EXTRAS = ("numba", "viz", "gpu", "dev")
+ALL_EXTRAS = {"numba", "viz", "gpu", "dev", "peers"}
 GUI_PACKAGES = {"panel", "bokeh", "param", "ipywidgets", "graphviz", "pygments"}
 REQUIREMENT = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*([<>=!~].*)?$")
 

@@ -109,3 +109,18 @@ def test_the_wheel_is_a_platform_wheel_that_runs_without_a_compiler(tmp_path):
     status, host = done.stdout.splitlines()
     assert status == "installed" and host.startswith("python (no C build: ")
     assert done.stderr.count("NativeFallbackWarning") == 1, done.stderr
+
+
+def test_without_the_native_core_and_numba_the_python_scheduler_runs():
+    """numba is an extra: with neither it nor the native core, the leveling scheduler runs
+    as plain Python and the results are the interpreter's; the doctor says so."""
+    code = "import sys; sys.modules['numba'] = None  # as if not installed\n" + PROBE
+    code += "from acrobat import doctor; print(doctor._scheduler())\n"
+    env = {**os.environ, "ACROBAT_NATIVE": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    status, scheduler = done.stdout.splitlines()
+    assert status == "off (ACROBAT_NATIVE=0)"
+    assert scheduler == "Python (neither the native core nor numba)"
