@@ -72,9 +72,15 @@ class SizeLimitError(AcrobatTypeError):
     """A declared size, a tensor or all the weights together are over a limit acrobat keeps
     (so a tiny source cannot make it allocate gigabytes); ``limit`` is that limit."""
 
-    def __init__(self, message: str, span: Span | None = None, limit: int = 0):
+    def __init__(
+        self,
+        message: str,
+        span: Span | None = None,
+        limit: int = 0,
+        advice: str = "declare smaller sizes",
+    ):
         self.limit = limit
-        super().__init__(message, span, hint=f"the limit is {limit:,}; declare smaller sizes")
+        super().__init__(message, span, hint=f"the limit is {limit:,}; {advice}")
 
 
 class AcrobatMatchError(AcrobatTypeError):

@@ -35,6 +35,7 @@ it already happened.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -203,34 +204,55 @@ def _classes(m: Module, implicit: bool) -> tuple[dict[str, dict[str, str]], dict
     chosen = _chosen_by_control(m) if implicit else set()
     tensor = {(f.name, i) for f in m.functions for i, p in enumerate(f.params) if _is_tensor(p.ty)}
     classes: dict[str, dict[str, str]] = {}
-    changed = True
-    while changed:
-        changed = False
-        for f in m.functions:
-            env = dict(zip((p.name for p in f.params), params[f.name]))
-            ret = _Classify(env, returns).value(f.body)
-            classes[f.name] = env
-            if join(ret, returns[f.name]) != returns[f.name]:
-                returns[f.name] = join(ret, returns[f.name])
-                changed = True
-            for callee, args, local in _argument_classes(f.body, env, returns):
-                recursive = callee == f.name
-                control = local if recursive else join(local, called_under[f.name])
-                new = list(params[callee])
-                for i, (_arg, cls) in enumerate(args[: len(new)]):
-                    flow = PARAMETER
-                    if (callee, i, recursive) in chosen:
-                        flow = control
-                        if (callee, i) in tensor:
-                            flow = min(flow, INSTANCE, key=_RANK.__getitem__)
-                    new[i] = join(new[i], cls, flow)
-                if new != params[callee]:
-                    params[callee] = new
-                    changed = True
-                if implicit and join(called_under[callee], control) != called_under[callee]:
-                    called_under[callee] = join(called_under[callee], control)
-                    changed = True
+    # A worklist: a function is classified again only when its parameters, the controls it
+    # is called under or a callee's return grew. Every step is monotone on a finite lattice,
+    # so this reaches the fixed point that classifying every function until nothing changed
+    # reached, without its rounds: a call chain of n functions took n rounds of n functions.
+    callers = _callers(m)
+    work = deque(f.name for f in m.functions)
+    queued = set(work)
+    while work:
+        f = m.function_map[work.popleft()]
+        queued.discard(f.name)
+        wake: set[str] = set()
+        env = dict(zip((p.name for p in f.params), params[f.name]))
+        ret = _Classify(env, returns).value(f.body)
+        classes[f.name] = env
+        if join(ret, returns[f.name]) != returns[f.name]:
+            returns[f.name] = join(ret, returns[f.name])
+            wake |= callers.get(f.name, set())
+        for callee, args, local in _argument_classes(f.body, env, returns):
+            recursive = callee == f.name
+            control = local if recursive else join(local, called_under[f.name])
+            new = list(params[callee])
+            for i, (_arg, cls) in enumerate(args[: len(new)]):
+                flow = PARAMETER
+                if (callee, i, recursive) in chosen:
+                    flow = control
+                    if (callee, i) in tensor:
+                        flow = min(flow, INSTANCE, key=_RANK.__getitem__)
+                new[i] = join(new[i], cls, flow)
+            if new != params[callee]:
+                params[callee] = new
+                wake.add(callee)
+            if implicit and join(called_under[callee], control) != called_under[callee]:
+                called_under[callee] = join(called_under[callee], control)
+                wake.add(callee)
+        work.extend(sorted(wake - queued))
+        queued |= wake
     return classes, returns
+
+
+def _callers(m: Module) -> dict[str, set[str]]:
+    """Who calls (or maps) each function or kernel: those whose classes read its return."""
+    callers: dict[str, set[str]] = {}
+    for f in m.functions:
+        for e in walk(f.body):
+            if isinstance(e, (FnCall, Map)):
+                callers.setdefault(e.fn, set()).add(f.name)
+            elif isinstance(e, KernelCall):
+                callers.setdefault(e.kernel, set()).add(f.name)
+    return callers
 
 
 def _is_tensor(ty) -> bool:

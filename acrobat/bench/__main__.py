@@ -1,9 +1,11 @@
-"""Command line: ``python -m acrobat.bench {run,paper,ablation,report,load-test} ...``
+"""Command line: ``python -m acrobat.bench {run,paper,ablation,report,load-test,compile} ...``
 (also ``acrobat-bench``). ``run`` prints one JSON row; ``paper`` and ``ablation`` write
 JSON Lines (one row per configuration) with a progress bar on stderr; ``report`` turns
 rows into CSV, a markdown table and a self-contained HTML page of bokeh plots;
 ``load-test`` times a model quiet and with one busy process beside it, interleaved, and
-prints both spreads, their ratio and the BLAS thread policy used."""
+prints both spreads, their ratio and the BLAS thread policy used; ``compile`` prints a JSON
+row per generated program (call chains, doubling calls, straight-line statements) with its
+compile time, or the typed error that refused it."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import sys
 from pathlib import Path
 
 from acrobat import __version__
-from acrobat.bench import grid
+from acrobat.bench import compile_time, grid
 from acrobat.bench.harness import DEFAULT_RUNS, DEFAULT_WARMUP, run_acrobat
 from acrobat.bench.load import busy_cpu, load_test, report
 from acrobat.bench.report import write_report
@@ -72,6 +74,9 @@ def _parser() -> argparse.ArgumentParser:
         g.add_argument("--batches", nargs="*", type=int, default=None)
         g.add_argument("--runs", type=int, default=None)
         g.add_argument("--no-peers", action="store_true")
+    c = sub.add_parser("compile", help="compile time against program size, one JSON row each")
+    c.add_argument("--families", nargs="*", default=list(compile_time.FAMILIES))
+    c.add_argument("--limit-s", type=float, default=compile_time.DEFAULT_LIMIT_S)
     rep = sub.add_parser("report", help="CSV + markdown + HTML from JSON Lines rows")
     rep.add_argument("inputs", nargs="+")
     rep.add_argument("--out", default="bench-results/report")
@@ -114,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(report(m, facts))
         return 0
+    if args.cmd == "compile":
+        rows = compile_time.run(args.families, args.limit_s)
+        for row in rows:
+            print(json.dumps(row))
+        return 0 if all(row["within_limit"] for row in rows) else 1
     if args.cmd in ("paper", "ablation"):
         rows = grid.run_grid(args.cmd, args)
         out = Path(args.out)

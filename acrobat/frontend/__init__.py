@@ -77,6 +77,7 @@ from acrobat.errors import (
     AcrobatNameError,
     AcrobatSyntaxError,
     AcrobatTypeError,
+    SizeLimitError,
     Span,
 )
 from acrobat.frontend.declarations import Declarations, read_declarations
@@ -114,6 +115,36 @@ def parse(source: str, sizes: dict[str, int] | None = None, filename: str = "<so
         ) from None
 
 
+# Past these a program is refused before any work on it: compile time grows faster than
+# linearly in places (fusion, the taint fixpoint). The largest built-in model (Berxit) has
+# 1,800 syntax nodes in about 300 lines; the node limit is about 1,800 simple statements.
+MAX_SOURCE_LINES = 5_000
+MAX_SYNTAX_NODES = 20_000
+
+
+def _refuse_long_source(source: str, filename: str) -> None:
+    """Counted before Python parses it (20,000 lines take seconds to parse)."""
+    lines = source.count("\n") + (not source.endswith("\n"))
+    if lines > MAX_SOURCE_LINES:
+        raise SizeLimitError(
+            f"the program has {lines:,} lines, over the longest acrobat compiles",
+            Span(filename, MAX_SOURCE_LINES + 1, 0),
+            MAX_SOURCE_LINES,
+            advice="write a shorter program (call a function in a loop instead of unrolling it)",
+        )
+
+
+def _refuse_too_large(tree: ast.Module, filename: str) -> None:
+    nodes = sum(1 for _ in ast.walk(tree))
+    if nodes > MAX_SYNTAX_NODES:
+        raise SizeLimitError(
+            f"the program has {nodes:,} syntax nodes, over the largest acrobat compiles",
+            Span(filename, 1, 0),
+            MAX_SYNTAX_NODES,
+            advice="write a smaller program (call a function in a loop instead of unrolling it)",
+        )
+
+
 def _refuse_non_finite(tree: ast.Module, filename: str) -> None:
     """A float literal that Python reads as infinite (``1e999``) has no value a kernel can
     hold: refuse it here, where its line is known."""
@@ -128,6 +159,7 @@ def _refuse_non_finite(tree: ast.Module, filename: str) -> None:
 
 
 def _parse(source: str, sizes: dict[str, int] | None, filename: str) -> Module:
+    _refuse_long_source(source, filename)
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as err:
@@ -135,6 +167,7 @@ def _parse(source: str, sizes: dict[str, int] | None, filename: str) -> Module:
             f"not valid Python syntax: {err.msg}",
             Span(filename, err.lineno or 0, max((err.offset or 1) - 1, 0)),
         ) from None
+    _refuse_too_large(tree, filename)
     _refuse_non_finite(tree, filename)
     decl = Declarations(filename)
     prelude = [a for a in PRELUDE if _PRELUDE_USE[a.name].search(source)]

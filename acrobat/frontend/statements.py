@@ -76,6 +76,7 @@ class FunctionLowerer(ExprLowerer):
         self.inf = FunctionInference(sigs, sigs.function_map[sig.name])
         self.sigs = sigs
         self.used: set[str] = set()
+        self.next_suffix: dict[str, int] = {}
         self.scope = {}
         self.top_level = {id(s) for s in sig.body}
         self.branch_depth = 0  # > 0 while lowering the arms of an if/match
@@ -83,11 +84,16 @@ class FunctionLowerer(ExprLowerer):
 
     # -- names ------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
-        name, k = base, 0
+        """``base``, or ``base_k`` with the least ``k`` not used yet. Names are never freed,
+        so the search resumes where the last one for ``base`` stopped (linear in a function
+        that rebinds ``x`` thousands of times, not quadratic)."""
+        k = self.next_suffix.get(base, 0)
+        name = f"{base}_{k}" if k else base
         while name in self.used:
             k += 1
             name = f"{base}_{k}"
         self.used.add(name)
+        self.next_suffix[base] = k
         return name
 
     def bind(

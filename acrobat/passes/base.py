@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from acrobat.errors import PipelineError
-from acrobat.ir.nodes import Expr, Function, Module, ParamDef
-from acrobat.ir.traversal import bound_vars, post_order_map
+from acrobat.ir.nodes import Expr, Function, Let, Module, ParamDef
+from acrobat.ir.traversal import bound_vars, post_order_map, var_names
 from acrobat.ir.types import TensorType
 from acrobat.ir.verify import verify
 from acrobat.passes.options import CompileOptions
@@ -269,20 +269,36 @@ class Pipeline:
         return module
 
 
+def last_uses(e: Let) -> dict[str, int]:
+    """The last position of ``e`` that uses each name: binding ``i``'s value, or
+    ``len(e.bindings)`` for the body. A name is used at a position ``>= i`` iff its last
+    use is: one dict for a block instead of a set of names per position (quadratic)."""
+    last = dict.fromkeys(var_names(e.body), len(e.bindings))
+    for i in range(len(e.bindings) - 1, -1, -1):
+        for name in var_names(e.bindings[i].value):
+            last.setdefault(name, i)
+    return last
+
+
 class NameSupply:
     """Fresh variable names for one function (names are unique per function)."""
 
     def __init__(self, fn: Function):
         self.used = {p.name for p in fn.params} | {v.name for v in bound_vars(fn.body)}
+        self.last: dict[str, int] = {}  # base -> the suffix it was last given
 
     def fresh(self, base: str) -> str:
+        """``base_k`` with the least ``k >= 1`` not used yet. Names are never freed, so the
+        search resumes at the last suffix given for ``base`` (linear, not quadratic, in the
+        names one pass makes)."""
         base = base.rstrip("0123456789_") or "t"
-        k = 0
+        k = self.last.get(base, 0)
         while True:
             k += 1
             name = f"{base}_{k}"
             if name not in self.used:
                 self.used.add(name)
+                self.last[base] = k
                 return name
 
 

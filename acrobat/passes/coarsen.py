@@ -46,6 +46,7 @@ from acrobat.passes.base import (
     PassContext,
     Property,
     fresh_global,
+    last_uses,
     map_host_functions,
 )
 from acrobat.passes.fuse import flatten_output
@@ -84,10 +85,7 @@ class CoarsenGrains:
         if not isinstance(e, Let):
             return e
         bs = list(e.bindings)
-        later = [set() for _ in range(len(bs) + 1)]
-        later[len(bs)] = var_names(e.body)
-        for i in range(len(bs) - 1, -1, -1):
-            later[i] = later[i + 1] | var_names(bs[i].value)
+        last_use = last_uses(e)
         out: list[Binding] = []
         run: list[Binding] = []  # kernel calls and the passive bindings between them
         inside: set[str] = set()  # what the merged kernel would compute (see ``merge``)
@@ -98,7 +96,8 @@ class CoarsenGrains:
             if len(calls) < 2:
                 out.extend(run)
             else:
-                out.extend(self.merge(run, later[i], f, names))
+                used = {b.var.name for b in run if last_use.get(b.var.name, -1) >= i}
+                out.extend(self.merge(run, used, f, names))
             run, inside = [], set()
 
         for i, b in enumerate(bs):

@@ -50,6 +50,7 @@ from acrobat.passes.base import (
     PassContext,
     Property,
     fresh_global,
+    last_uses,
     map_host_functions,
 )
 
@@ -102,17 +103,15 @@ class FuseOps:
 
     def fuse_block(self, e: Let, fn: str, names: NameSupply, static: set[str], fusion: bool):
         bs = list(e.bindings)
-        later = [set() for _ in range(len(bs) + 1)]  # names used at positions > i
-        later[len(bs)] = var_names(e.body)
-        for i in range(len(bs) - 1, -1, -1):
-            later[i] = later[i + 1] | var_names(bs[i].value)
+        last_use = last_uses(e)
         out: list[Binding] = []
         group: _Group | None = None
 
         def close(i: int) -> None:
             nonlocal group
             if group is not None:
-                out.extend(self.emit(group, later[i], fn, names))
+                used = {b.var.name for b in group.members if last_use.get(b.var.name, -1) >= i}
+                out.extend(self.emit(group, used, fn, names))
                 group = None
 
         for i, b in enumerate(bs):

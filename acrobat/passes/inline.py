@@ -1,7 +1,8 @@
 """InlineSmallFunctions: inline calls of small non-recursive functions.
 
 Pattern: ``let %y = @cell(%x, %h)`` where ``@cell`` is not recursive, is not the entry,
-and has at most ``options.inline_max_bindings`` bindings. Steps: rename every variable
+and has at most ``options.inline_max_bindings`` bindings once its own calls are inlined
+(so the program grows by at most that much per call site: linear, never exponential). Steps: rename every variable
 bound in the callee to a fresh name of the caller, substitute the arguments (atoms,
 since the input is in ANF) for the parameters, and splice the callee's bindings before
 the call's binding, which then binds the callee's result. Calls inside ``parallel`` and
@@ -74,22 +75,22 @@ class InlineSmallFunctions:
     def apply(self, module: Module, ctx: PassContext) -> Module:
         cg = call_graph(module)
         limit = ctx.options.inline_max_bindings
-        small = {
-            f.name
-            for f in module.functions
-            if not f.is_kernel
-            and f.name != module.entry
-            and f.name not in cg.recursive
-            and size(f) <= limit
-        }
-        if not small:
-            return module
-        # inline bottom-up so an inlined body has no inlinable calls left
-        order = [n for scc in cg.sccs for n in scc]
+
+        def candidate(f: Function) -> bool:
+            return not f.is_kernel and f.name != module.entry and f.name not in cg.recursive
+
+        # Bottom-up, so an inlined body has no inlinable calls left; a callee is judged by
+        # its size *after* its own calls were inlined, so inlining adds at most ``limit``
+        # bindings per call site (judged before, f(x) = g(g(x)) chains double at each level).
+        small: set[str] = set()
         done: dict[str, Function] = {}
-        for name in order:
+        for name in (n for scc in cg.sccs for n in scc):
             f = done.get(name, module.function_map[name])
             done[name] = self.inline_in(f, small, done, ctx)
+            if candidate(done[name]) and size(done[name]) <= limit:
+                small.add(name)
+        if all(done[f.name] is f for f in module.functions if f.name in done):
+            return module
         return map_functions(module, lambda f: done.get(f.name, f))
 
     def inline_in(self, f: Function, small, done, ctx: PassContext) -> Function:
@@ -119,6 +120,7 @@ class InlineSmallFunctions:
             return dataclasses.replace(e, bindings=tuple(out))
 
         body = post_order_map(f.body, splice)
-        if count:
-            ctx.note(self.name, f"{f.name}: inlined {count} call(s)")
+        if not count:
+            return f
+        ctx.note(self.name, f"{f.name}: inlined {count} call(s)")
         return dataclasses.replace(f, body=body)

@@ -18,10 +18,11 @@ from tests.e2e.test_explorer_browser import _replace_source
 
 pytestmark = pytest.mark.e2e
 
-# 1,500 statements (under the frontend's size limits): seconds of compiling (well under the explorer's limit of 30 s)
+# 1,500 statements, under the frontend's size limits: seconds of compiling, well under the
+# explorer's limit of 30 s
 SLOW = (
     "def main(x: Tensor[4]) -> Tensor[4]:\n"
-    + "".join(f"    x = tanh(x) * {i}.0\n" for i in range(2000))
+    + "".join(f"    x = tanh(x) * {i}.0\n" for i in range(1500))
     + "    return x\n"
 )
 

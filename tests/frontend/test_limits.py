@@ -55,3 +55,16 @@ def test_constants_that_are_not_finite_floats_or_int64_are_refused(source, error
     with pytest.raises(error) as caught:
         parse(source)
     assert caught.value.line == line
+
+
+def test_a_program_too_long_is_refused_before_python_parses_it():
+    from acrobat.frontend import MAX_SOURCE_LINES, MAX_SYNTAX_NODES
+
+    body = "".join("    x = tanh(x) * 2.0\n" for _ in range(20_000))
+    with pytest.raises(SizeLimitError, match="20,002 lines") as caught:
+        parse(f"def main(x: Tensor[4]) -> Tensor[4]:\n{body}    return x\n")
+    assert caught.value.limit == MAX_SOURCE_LINES
+    dense = "".join("    x = tanh(x) * 2.0\n" for _ in range(3_000))  # few lines, many nodes
+    with pytest.raises(SizeLimitError, match="syntax nodes") as caught:
+        parse(f"def main(x: Tensor[4]) -> Tensor[4]:\n{dense}    return x\n")
+    assert caught.value.limit == MAX_SYNTAX_NODES

@@ -104,3 +104,21 @@ def test_recursive_and_entry_never_inlined():
     cg = call_graph(out)
     assert "total" in cg.recursive
     assert "total" in calls(out, "main") and "main" in out.function_map
+
+
+def test_a_callee_is_judged_by_its_size_after_inlining():
+    """f_i(x) = f_{i-1}(f_{i-1}(x)): judged before inlining every f_i is small, so each takes
+    in its callee's whole inlined body; judged after, an inlined body is within the limit,
+    so a function grows by at most the limit per call it makes."""
+    from acrobat.bench.compile_time import doubling_chain
+    from acrobat.passes.inline import size
+
+    m = acrobat.parse(doubling_chain(12))
+    anf, _ = run([ToANF()], m, {})
+    limit = CompileOptions().inline_max_bindings
+    out, ctx = run([InlineSmallFunctions()], anf, {})
+    calls_in = {f.name: len(calls(anf, f.name)) for f in anf.functions}
+    for f in out.functions:
+        assert size(f) <= size(anf.function_map[f.name]) + calls_in[f.name] * limit
+    assert "f1: inlined 1 call(s)" in ctx.notes["InlineSmallFunctions"]  # f0 fits
+    assert calls(out, "main") == ["f11"]  # f11 is over the limit once its calls are in

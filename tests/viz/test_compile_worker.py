@@ -8,19 +8,10 @@ import time
 import pytest
 
 from acrobat import models
+from acrobat.bench.compile_time import doubling_chain
 from acrobat.viz import compile_worker
 from acrobat.viz.app_state import ExplorerState
 from acrobat.viz.compile_worker import CompileJob, CompileStopped, compile_isolated
-
-
-def doubling_chain(n: int) -> str:
-    """``f_i(x) = f_{i-1}(f_{i-1}(x))``: 2**n calls of ``f_0`` once everything is inlined."""
-    fns = ["def f0(x: Tensor[4]) -> Tensor[4]:\n    return tanh(x)\n"]
-    fns += [
-        f"def f{i}(x: Tensor[4]) -> Tensor[4]:\n    return f{i - 1}(f{i - 1}(x))\n"
-        for i in range(1, n)
-    ]
-    return "\n".join(fns) + f"\ndef main(x: Tensor[4]) -> Tensor[4]:\n    return f{n - 1}(x)\n"
 
 
 def _job(source: str) -> CompileJob:
