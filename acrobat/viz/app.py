@@ -14,6 +14,8 @@ import panel as pn
 
 from acrobat.viz.explorer import Explorer
 
+SESSION_CHECK_MS = 1000  # as `make explorer` passes to panel serve
+
 
 def build_app(explorer: Explorer | None = None) -> pn.template.BootstrapTemplate:
     """One page: model, run settings and trace files in the sidebar; a tab per view."""
@@ -66,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         start=False,
         title="acrobat explorer",
         verbose=False,
+        # a closed page's session (and its compile, ExplorerState.close) ends within ~2 s
+        check_unused_sessions_milliseconds=SESSION_CHECK_MS,
+        unused_session_lifetime_milliseconds=SESSION_CHECK_MS,
     )
     print(f"acrobat explorer at http://{args.address}:{server.port}/explorer", flush=True)
     try:

@@ -75,11 +75,14 @@ def _compile(job: CompileJob) -> CompileOutcome:
     return CompileOutcome(module, used, ir_text, weights, compiled)
 
 
-def _child(job: CompileJob, conn, memory_bytes: int) -> None:
+def _child(job: CompileJob, conn, memory_bytes: int, seconds: float) -> None:
     from acrobat.errors import AcrobatError
 
     limit = _vm_bytes() + memory_bytes
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    # the kernel's own deadline too, should the server die without killing this child
+    cpu = int(seconds) + 2
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     try:
         outcome = _compile(job)
     except AcrobatError as err:
@@ -116,7 +119,7 @@ def compile_isolated(
     passed a limit. Raises :class:`CompileStopped` (child killed) once ``should_stop()``."""
     ctx = _context()
     receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(job, send, memory_mb * 2**20), daemon=True)
+    child = ctx.Process(target=_child, args=(job, send, memory_mb * 2**20, seconds), daemon=True)
     child.start()
     send.close()
     deadline = time.monotonic() + seconds
