@@ -1,5 +1,6 @@
 # Developer and CI entry points: `make setup | test | test-slow | test-asan | lint | explorer | clean`.
-# `setup` is idempotent: system packages only when missing, pip only when pyproject.toml changed.
+# `setup` is idempotent: system packages only when missing, pip only when pyproject.toml (or the
+# native core's C sources) changed.
 
 VENV ?= .venv
 PY = $(VENV)/bin/python
@@ -29,10 +30,12 @@ system-packages:
 $(PY):
 	python3 -m venv $(VENV)
 
-# The stamp makes a second `make test` install nothing unless pyproject.toml changed.
+# The stamp makes a second `make test` install nothing unless pyproject.toml changed, or the
+# native core's sources (the editable install compiles them in place: setup.py).
 # `viz` (the explorer and notebook widgets) and `numba` (the scheduler where the native core is
 # off) are extras for users; tests and the explorer need them.
-$(VENV)/.installed: pyproject.toml | $(PY)
+NATIVE_SOURCES = setup.py $(wildcard acrobat/native/*.c acrobat/native/*.h)
+$(VENV)/.installed: pyproject.toml $(NATIVE_SOURCES) | $(PY)
 	$(PY) -m pip install -e '.[dev,viz,numba]'
 	touch $@
 
