@@ -50,7 +50,8 @@ test: setup
 test-slow:
 	@$(MAKE) --no-print-directory test PYTEST_MARKS=slow
 
-# The native tests and the compiled host programs' fiber tests under AddressSanitizer + UBSan
+# The native tests, the compiled host programs' fiber tests and a short fuzz campaign under
+# AddressSanitizer + UBSan
 # (tests/native/test_sanitize.py says how; CI runs it in the slow suite).
 test-asan: setup
 	$(PY) -m pytest tests/native/test_sanitize.py -m slow $(PYTEST_ARGS)
