@@ -127,6 +127,7 @@ def test_a_damaged_cached_module_is_rebuilt_with_no_crash(tmp_path, damage):
 
 
 @needs_cc
+@pytest.mark.slow  # two builds of the whole core
 def test_a_damaged_core_module_is_rebuilt(tmp_path):
     code = "from acrobat import native; native.load(); print(native.status())"
     env = {"ACROBAT_CACHE_DIR": str(tmp_path), "ACROBAT_NATIVE_INSTALLED": "0"}
