@@ -901,9 +901,10 @@ typedef struct {
 } rbuf_t;
 
 /* fibers (programs that read tensor values): x86-64 switches stacks with the few
-   instructions of acrobat_fiber_switch below; elsewhere (or with ACROBAT_FIBER_UCONTEXT)
-   with ucontext, whose swapcontext also makes a system call per switch */
-#if !defined(__x86_64__) || defined(ACROBAT_FIBER_UCONTEXT)
+   instructions of acrobat_fiber_switch below (ELF assembly: Linux, the BSDs); elsewhere (or
+   with ACROBAT_FIBER_UCONTEXT) with ucontext, whose swapcontext also makes a system call per
+   switch */
+#if !defined(__x86_64__) || !defined(__ELF__) || defined(ACROBAT_FIBER_UCONTEXT)
 #define FIBER_UCONTEXT 1
 #include <ucontext.h>
 #endif
