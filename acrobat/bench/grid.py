@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-import sys
-import time
+from collections.abc import Callable
 from typing import Any
 
 import acrobat
@@ -20,6 +19,7 @@ from acrobat.bench.harness import (
     sgemm_limit,
     stream_limit,
 )
+from acrobat.bench.progress import Progress
 from acrobat.bench.report import LIMIT_SYSTEMS
 from acrobat.models import MODEL_NAMES
 from acrobat.passes.options import OPTIMIZATIONS
@@ -28,27 +28,18 @@ from acrobat.runtime.schedule import policy_names
 PEER_MODELS = ("treelstm", "birnn")
 
 
-def _progress(i: int, n: int, label: str, t0: float) -> None:
-    width = 30
-    done = int(width * i / max(n, 1))
-    eta = (time.perf_counter() - t0) / max(i, 1) * (n - i)
-    sys.stderr.write(f"\r[{'#' * done}{'.' * (width - done)}] {i}/{n} eta {eta:5.0f}s {label:<40}")
-    sys.stderr.flush()
-    if i == n:
-        sys.stderr.write("\n")
-
-
 def configs(kind: str, args) -> list[tuple]:
     quick = getattr(args, "quick", False)
     models = args.models or list(MODEL_NAMES)
     sizes = args.sizes or (["tiny"] if quick else ["small", "large"])
     batches = args.batches or ([2, 4] if quick else [8, 64])
+    off = tuple(getattr(args, "disable", None) or ())  # a paper grid with optimizations off
     out = []
     for m in models:
         for s in sizes:
             for b in batches:
                 if kind == "paper":
-                    out += [("acrobat", m, s, b, p, ()) for p in policy_names()]
+                    out += [("acrobat", m, s, b, p, off) for p in policy_names()]
                     out += [("baseline", m, s, b, k, ()) for k in ("eager-numpy", "hand-batched")]
                     if not args.no_peers and m in PEER_MODELS and not quick:
                         out += [
@@ -60,29 +51,40 @@ def configs(kind: str, args) -> list[tuple]:
     return out
 
 
-def run_grid(kind: str, args) -> list[dict[str, Any]]:
+def run_grid(
+    kind: str, args, on_row: Callable[[dict[str, Any]], None] | None = None
+) -> list[dict[str, Any]]:
     """Every configuration of the grid -> rows. The acrobat, NumPy-baseline and DyNet
     configurations of one (model, size, batch) are measured together, interleaved
     (``acrobat.measure``: every round in another order, each configuration after a different
     one), so load that comes and goes hits them alike;
     each DyNet strategy runs in its own process, which waits between its turns
     (:class:`~acrobat.baselines.peers.runner.DynetPeer`). PyTorch, in this process with
-    its own thread pool, is measured after them."""
+    its own thread pool, is measured after them.
+
+    ``on_row`` gets each row as soon as it is measured (the results file appends it: a grid
+    stopped half-way keeps its rows); progress with an ETA goes to stderr
+    (:class:`~acrobat.bench.progress.Progress`)."""
     quick = getattr(args, "quick", False)
     runs = args.runs or (1 if quick else 7)
     warmup = 1 if quick else 2
-    rows: list[dict[str, Any]] = [
-        sgemm_limit(512 if quick else 2048),
-        stream_limit(32 if quick else 256),
-    ]
+    rows: list[dict[str, Any]] = []
+
+    def emit(row: dict[str, Any]) -> None:
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+
+    emit(sgemm_limit(512 if quick else 2048))
+    emit(stream_limit(32 if quick else 256))
     todo = configs(kind, args)
     groups: dict[tuple, list[tuple]] = {}
     for c in todo:
         groups.setdefault(c[1:4], []).append(c)
-    t0 = time.perf_counter()
+    progress = Progress(len(todo), "configurations", every=0)
     done = 0
     for (m, s, b), group in groups.items():
-        _progress(done, len(todo), f"{m} {s} b{b} ({len(group)} configurations)", t0)
+        progress.update(done, f"{m} {s} b{b} ({len(group)} configurations)")
         cases: dict[str, Case] = {}
         peers: dict[str, DynetPeer] = {}
         order: list[str] = []
@@ -117,9 +119,9 @@ def run_grid(kind: str, args) -> list[dict[str, Any]]:
                     cases = {n: c for n, c in cases.items() if c.fn is not e.peer}
             for n in order:
                 if n in peers:
-                    rows.append({**peers[n].row(meas, n), "size": s, "batch": b, "backend": "cpu"})
+                    emit({**peers[n].row(meas, n), "size": s, "batch": b, "backend": "cpu"})
                 elif n in cases:
-                    rows.append(cases[n].row(meas, n))
+                    emit(cases[n].row(meas, n))
         finally:
             for peer in peers.values():
                 peer.close()
@@ -128,10 +130,10 @@ def run_grid(kind: str, args) -> list[dict[str, Any]]:
         peers.clear()
         for what, _, _, _, p, _ in group:
             if what == "peer" and p == "torch":
-                _progress(done, len(todo), f"{m} {s} b{b} {p}", t0)
-                rows.append(_torch_row(m, s, b, runs, warmup))
+                progress.update(done, f"{m} {s} b{b} {p}")
+                emit(_torch_row(m, s, b, runs, warmup))
         done += len(group)
-    _progress(len(todo), len(todo), "done", t0)
+    progress.close(done)
     return rows
 
 

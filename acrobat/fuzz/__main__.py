@@ -15,7 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from acrobat import __version__
+from acrobat.bench.cli import parser
+from acrobat.bench.progress import Progress
 from acrobat.fuzz.campaign import Report, run_campaign
 
 
@@ -24,25 +25,41 @@ def _default_out() -> Path:
     return repo_cases if repo_cases.is_dir() else Path("fuzz-cases")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m acrobat.fuzz", description=__doc__.split("\n")[0])
+def _parser() -> argparse.ArgumentParser:
+    ap = parser(
+        "acrobat-fuzz",
+        "Differential fuzzing: random programs run batched and one instance at a time must "
+        "agree. Exits 1 if any case broke that (each minimized and saved under --out).",
+    )
     ap.add_argument("--minutes", type=float, help="stop after this many minutes")
-    ap.add_argument("--programs", type=int, help="stop after this many programs")
-    ap.add_argument("--seed", type=int, default=0, help="campaign seed (default 0)")
-    ap.add_argument("--out", type=Path, help="where minimized failures are saved")
+    ap.add_argument(
+        "--programs",
+        type=int,
+        help="stop after this many programs (default: 100 when --minutes is not given)",
+    )
+    ap.add_argument("--seed", type=int, default=0, help="campaign seed")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        help="where minimized failures are saved (default: tests/fuzz/cases in a checkout, "
+        "else fuzz-cases)",
+    )
     ap.add_argument("--shrink-budget", type=int, default=300, help="checks spent per shrink")
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
-    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.minutes is None and args.programs is None:
         args.programs = 100
     out = args.out or _default_out()
-    last = [0.0]
+    limit = args.minutes * 60 if args.minutes is not None else None
+    bar = None if args.quiet else Progress(args.programs, "programs", deadline_s=limit)
 
     def progress(r: Report) -> None:
-        if not args.quiet and r.seconds - last[0] >= 30:
-            last[0] = r.seconds
-            print(f"  {r.seconds:7.0f} s  {r.summary()}", flush=True)
+        if bar is not None:  # a skipped or rejected draw counts toward --programs too
+            bar.update(r.programs + len(r.slow_seeds) + r.rejected, r.summary())
 
     report = run_campaign(
         args.seed,
@@ -52,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         shrink_budget=args.shrink_budget,
         progress=progress,
     )
+    if bar is not None:
+        bar.close()
     _print_report(report)
     return 1 if report.failures else 0
 

@@ -9,6 +9,7 @@ import acrobat
 from acrobat.bench.__main__ import main
 from acrobat.bench.grid import check
 from acrobat.bench.load import Busy
+from acrobat.bench.results import read_results
 from acrobat.models import MODEL_NAMES
 
 
@@ -16,7 +17,9 @@ from acrobat.models import MODEL_NAMES
 def quick_rows(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench") / "paper.jsonl"
     assert main(["paper", "--quick", "--out", str(out)]) == 0
-    return [json.loads(line) for line in out.read_text().splitlines()]
+    meta, rows = read_results(out)
+    assert meta["grid"] == "paper" and meta["cores"] >= 1 and meta["numpy"]
+    return rows
 
 
 def test_quick_paper_grid_is_complete(quick_rows):
@@ -274,7 +277,7 @@ def test_a_grid_row_is_measured_interleaved(monkeypatch, tmp_path):
         "eager-numpy",
         "hand-batched",
     }
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    rows = read_results(out)[1]
     loads = {r["load_avg"] for r in rows if r["system"] not in ("sgemm", "stream")}
     assert len(loads) == 1  # one measurement: one load record for the whole row
 
