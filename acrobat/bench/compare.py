@@ -91,7 +91,7 @@ def report(
         f"{'configuration':<{width}}  {'A ms (IQR)':>22}  {'B ms (IQR)':>22}  B/A    verdict"
     )
     for name, p in zip(names, pairs):
-        mark = "" if p.verdict == "within noise" else " <<" if p.verdict == "slower" else " >>"
+        mark = {"slower": " <<", "faster": " >>"}.get(p.verdict, "")
         lines.append(
             f"{name:<{width}}  {_ms(p.a):>22}  {_ms(p.b):>22}  {p.ratio:5.2f}  {p.verdict}{mark}"
         )

@@ -93,6 +93,7 @@ def test_compare_pairs_rows_and_names_the_slower_ones(tmp_path, capsys):
     assert "A " in text and "commit aaaaaaaaaa" in text and "commit bbbbbbbbbb" in text
     slower = next(line for line in text.splitlines() if "slower <<" in line)
     assert "acrobat treelstm tiny 8" in slower and " 1.30 " in slower
+    assert sum(" >>" in line or " <<" in line for line in text.splitlines()) == 1
     assert "2 pairs: 1 within noise, 1 slower in B, 0 faster in B (IQRs apart and > 5%), 0" in text
     assert "only in A: 1, only in B: 1" in text
 
