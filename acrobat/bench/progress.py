@@ -43,7 +43,7 @@ class Progress:
         self.stream = stream or sys.stderr
         self.total, self.unit, self.every, self.deadline_s = total, unit, every, deadline_s
         self.t0 = self.last = time.perf_counter()
-        self.done = 0.0
+        self.done: float = 0  # an int count stays an int in the bar
         self.bar = None
         if self.stream.isatty():
             try:

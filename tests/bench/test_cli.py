@@ -101,3 +101,21 @@ def test_eta_is_the_pace_so_far_or_the_time_limit():
     bar = Progress(None, "programs", stream=log, every=0, deadline_s=3600)
     bar.update(1)
     assert re.match(r"1 programs, 0:0\d elapsed, ETA (1:00:00|59:\d\d)$", log.getvalue().strip())
+
+
+def test_progress_on_a_terminal_is_a_tqdm_bar():
+    import fcntl
+    import os
+    import struct
+    import termios
+
+    main_fd, tty_fd = os.openpty()
+    fcntl.ioctl(tty_fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a real size
+    with os.fdopen(tty_fd, "w") as tty:
+        bar = Progress(3, "configurations", stream=tty, every=0)
+        assert bar.bar is not None  # tqdm, redrawn in place
+        bar.update(1, "treelstm")
+        bar.close(3)
+    frames = os.read(main_fd, 65536).decode()
+    os.close(main_fd)
+    assert "\r" in frames and "3/3" in frames
