@@ -36,7 +36,8 @@ def test_an_unknown_command_prints_the_usage():
     done = subprocess.run(
         [sys.executable, "-m", "acrobat", "nope"], capture_output=True, text=True, timeout=300
     )
-    assert done.returncode == 2 and "usage: python -m acrobat {doctor}" in done.stderr
+    assert done.returncode == 2 and "usage: python -m acrobat" in done.stderr
+    assert "invalid choice: 'nope' (choose from 'doctor')" in done.stderr
 
 
 def _read_in_code() -> set[str]:

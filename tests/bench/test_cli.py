@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from acrobat.__main__ import _parser as acrobat_parser
 from acrobat.bench.__main__ import _parser as bench_parser
 from acrobat.bench.__main__ import main as bench_main
 from acrobat.bench.progress import Progress, eta_seconds
@@ -29,6 +30,7 @@ def _walk(parser: argparse.ArgumentParser, name: str):
 
 PARSERS = [
     *_walk(bench_parser(), "acrobat-bench"),
+    *_walk(acrobat_parser(), "python -m acrobat"),
     ("acrobat-fuzz", fuzz_parser()),
     ("acrobat-explorer", explorer_parser()),
 ]
@@ -50,7 +52,8 @@ def test_every_option_has_help_and_shows_its_default(name, parser):
 
 
 def test_every_command_answers_version(capsys):
-    for name, parser in PARSERS[:1] + PARSERS[-2:]:
+    tops = ("acrobat-bench", "python -m acrobat", "acrobat-fuzz", "acrobat-explorer")
+    for name, parser in [(n, p) for n, p in PARSERS if n in tops]:
         with pytest.raises(SystemExit) as stop:
             parser.parse_args(["--version"])
         assert stop.value.code == 0 and "0." in capsys.readouterr().out, name
