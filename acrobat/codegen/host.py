@@ -64,7 +64,7 @@ from acrobat.ir.nodes import (
     TupleExpr,
     Var,
 )
-from acrobat.ir.ops import NEGATIVE_INT_POWER
+from acrobat.ir.ops import LIST_INDEX_ERROR, NEGATIVE_INT_POWER
 from acrobat.ir.traversal import var_names, walk
 from acrobat.ir.types import FLOAT, INT, TupleType
 
@@ -92,6 +92,9 @@ _HOST_OPS = {
     "h.min": "min({}, {})",
     "h.max": "max({}, {})",
     "h.len": "len(to_list({}))",
+    "h.int": "int({})",
+    "h.float": "float({})",
+    "h.nth": "{0}[{1}]",  # on to_list(xs), after the range check (see _Gen.op)
 }
 
 
@@ -480,6 +483,16 @@ class _Gen:
                 f'raise ValueError(f"{NEGATIVE_INT_POWER}: {{{a}}} ** {{{b}}} '
                 '(for a float power, use a float base)")',
             )
+        if e.op == "h.nth":  # as ops.list_item: Python's xs[k], a ValueError out of range
+            items, k = self.fresh(), self.atom(e.args[1])
+            self.emit(ind, f"{items} = to_list({self.atom(e.args[0])})")
+            self.emit(ind, f"if not -len({items}) <= {k} < len({items}):")
+            self.emit(
+                ind + 1,
+                f'raise ValueError(f"{LIST_INDEX_ERROR}: {{{k}}} for a list of {{len({items})}}")',
+            )
+            self.emit(ind, f"{target} = {items}[{k}]")
+            return
         if e.op in _HOST_OPS:
             code = _HOST_OPS[e.op].format(*(self.atom(a) for a in e.args))
             if e.op in ("h.min", "h.max") and e.ty == FLOAT:

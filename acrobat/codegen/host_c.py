@@ -82,7 +82,7 @@ from acrobat.ir.nodes import (
     TupleExpr,
     Var,
 )
-from acrobat.ir.ops import NEGATIVE_INT_POWER
+from acrobat.ir.ops import LIST_INDEX_ERROR, NEGATIVE_INT_POWER
 from acrobat.ir.types import BOOL, FLOAT, INT, TensorType, TupleType
 
 MAX_C_DEPTH = 4000
@@ -114,6 +114,9 @@ _NUMBER_OPS = {
     "h.min": "h_min({0}, {1})",
     "h.max": "h_max({0}, {1})",
     "h.len": "h_len(st, {0})",
+    "h.int": "PyNumber_Long({0})",
+    "h.float": "PyNumber_Float({0})",
+    "h.nth": "h_nth(st, {0}, {1})",
 }
 assert set(_NUMBER_OPS) == set(_HOST_OPS), "every host op needs its C form"
 
@@ -1154,6 +1157,30 @@ static PyObject *h_not(PyObject *a) {
     return NEWREF(t ? Py_False : Py_True);
 }
 
+/* xs[k] of a List as ops.list_item: Python's, a ValueError out of range */
+static PyObject *h_nth(hs_t *st, PyObject *xs, PyObject *k) {
+    PyObject *len = h_len(st, xs);
+    if (len == NULL)
+        return NULL;
+    Py_ssize_t n = PyLong_AsSsize_t(len);
+    Py_DECREF(len);
+    int ov;
+    long long i = PyLong_AsLongLongAndOverflow(k, &ov);
+    if (i == -1 && PyErr_Occurred())
+        return NULL;
+    if (i < 0)
+        i += n;
+    if (ov || i < 0 || i >= n) {
+        PyErr_Format(PyExc_ValueError, "@LIST_INDEX_ERROR@: %S for a list of %zd", k, n);
+        return NULL;
+    }
+    for (; i > 0; i--)
+        xs = fld(st, xs, 1);
+    PyObject *x = fld(st, xs, 0);
+    Py_XINCREF(x);
+    return x;
+}
+
 /* a ** b as Python's, but an int to a negative int power fails as ops.int_pow: the
    language types int ** int as int */
 static PyObject *h_pow(PyObject *a, PyObject *b) {
@@ -2153,6 +2180,7 @@ def generate_host_c(
         .replace("@N_CONSTS@", str(len(g.consts)))
         .replace("@N_CTORS@", str(len(g.ctors)))
         .replace("@NEGATIVE_INT_POWER@", NEGATIVE_INT_POWER)
+        .replace("@LIST_INDEX_ERROR@", LIST_INDEX_ERROR)
     )
     epilogue = (f"#define ENTRY_FIBER {_tramp(m.entry)}\n" if fibers else "") + _EPILOGUE.replace(
         "@N_PARAMS@", str(len(entry.params))

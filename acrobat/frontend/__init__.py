@@ -81,6 +81,7 @@ from acrobat.errors import (
     Span,
 )
 from acrobat.frontend.declarations import Declarations, read_declarations
+from acrobat.frontend.generics import type_params_of
 from acrobat.frontend.statements import FunctionLowerer, Signature
 from acrobat.ir.nodes import AdtDef, CtorDef, Function, Module, TupleExpr, Var
 from acrobat.ir.typecheck import infer_module
@@ -181,7 +182,17 @@ def _parse(source: str, sizes: dict[str, int] | None, filename: str) -> Module:
             Span(filename, 1, 0),
             hint="define def main(x: ...) -> ...:",
         )
-    sigs = [_signature(decl, fn) for fn in decl.functions.values()]
+    sigs = []
+    for fn in decl.functions.values():
+        sig = _signature(decl, fn)
+        if any(type_params_of(t) for t in [sig.ret] + [t for _, t in sig.params]):
+            if sig.is_entry:
+                raise AcrobatTypeError(
+                    "main cannot be generic", decl.span(fn), hint="give main concrete types"
+                )
+            decl.generics[sig.name] = sig  # lowered per argument types, where called
+        else:
+            sigs.append(sig)
     sig_module = Module(
         tuple(decl.sizes.items()),
         tuple(decl.params.values()),
@@ -236,7 +247,7 @@ def _signature(decl: Declarations, fn: ast.FunctionDef) -> Signature:
 
 def _typed(decl: Declarations, node: ast.expr):
     try:
-        return decl.type_of(node)
+        return decl.type_of(node, tuple(sorted(decl.type_vars)))
     except AcrobatError as err:
         if err.span is None:
             raise type(err)(err.message, decl.span(node), err.hint) from None

@@ -12,6 +12,7 @@ import ast
 import math
 import operator
 from dataclasses import dataclass, field
+from typing import Any
 
 from acrobat.errors import (
     AcrobatNameError,
@@ -67,6 +68,9 @@ class Declarations:
     adts: dict[str, AdtDef] = field(default_factory=dict)
     ctors: dict[str, str] = field(default_factory=dict)  # ctor -> ADT name
     functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    # generic functions (their Signature) and their copies: (name, argument types) -> copy
+    generics: dict[str, Any] = field(default_factory=dict)
+    instances: dict[tuple, str] = field(default_factory=dict)
 
     def span(self, node: ast.AST) -> Span:
         return Span(self.filename, getattr(node, "lineno", 0), getattr(node, "col_offset", 0))

@@ -22,12 +22,14 @@ from acrobat.errors import (
 )
 from acrobat.frontend.declarations import Declarations, unsupported
 from acrobat.ir.nodes import (
+    Binding,
     Const,
     CtorCall,
     Expr,
     FnCall,
     GlobalRef,
     If,
+    Let,
     Map,
     OpCall,
     Parallel,
@@ -38,7 +40,7 @@ from acrobat.ir.nodes import (
 )
 from acrobat.ir.ops import REGISTRY
 from acrobat.ir.typecheck import FunctionInference
-from acrobat.ir.types import FLOAT, INT, AdtType, ScalarType, TensorType, TupleType, Type
+from acrobat.ir.types import BOOL, FLOAT, INT, AdtType, ScalarType, TensorType, TupleType, Type
 
 TENSOR_BINOPS = {
     ast.Add: "add",
@@ -72,6 +74,11 @@ HOST_BUILTINS = {
         "one List",
         "len(xs) counts the elements of a List[T]; tensor dimensions are sizes, known statically",
     ),
+    "int": (
+        "one host int, float or bool",
+        "int(a) truncates a host number toward zero; for a tensor write int(item(x))",
+    ),
+    "float": ("one host int, float or bool", "for a tensor write item(x)"),
 }
 COMPARE = {
     ast.Lt: "h.lt",
@@ -229,10 +236,15 @@ class ExprLowerer:
             if not -len(ty.fields) <= idx < len(ty.fields):
                 raise AcrobatTypeError(f"index {idx} is out of range for {ty}", sp)
             return Proj(base, idx % len(ty.fields), span=sp)
+        if isinstance(ty, AdtType) and ty.name == "List" and not isinstance(node.slice, ast.Slice):
+            return OpCall("h.nth", (base, self.expr(node.slice)), span=sp)
         if isinstance(ty, TensorType) and isinstance(node.slice, ast.Slice):
             s = node.slice
             if s.step is not None or not ty.shape:
                 raise AcrobatSyntaxError("tensor slices take start:stop only", sp)
+            length = _offset_length(s)
+            if length is not None and not self.is_static(s.lower):
+                return self.offset_slice(base, ty, self.expr(s.lower), length, node)
             start = 0 if s.lower is None else self.attr_value(s.lower)
             stop = ty.shape[0] if s.upper is None else self.attr_value(s.upper)
             return OpCall(
@@ -241,8 +253,41 @@ class ExprLowerer:
         raise AcrobatTypeError(
             f"cannot index a value of type {ty}",
             sp,
-            hint="index tuples with constants (t[0]); slice tensors with x[a:b]",
+            hint="index tuples with constants (t[0]) and lists with host ints (xs[k]); "
+            "slice tensors with x[a:b]",
         )
+
+    def is_static(self, node: ast.expr) -> bool:
+        try:
+            self.attr_value(node)
+        except AcrobatSyntaxError:
+            return False
+        return True
+
+    def offset_slice(self, x: Expr, ty: TensorType, k: Expr, length: int, node) -> Expr:
+        """``x[k:k+L]`` at a host int ``k`` (``L`` static): rows ``k .. k+L-1`` of ``x``
+        (as a table of ``x.shape[0]`` rows) looked up with ``embed``, concatenated: the
+        result has a static shape, and a ``k`` outside ``[0, rows - L]`` is ``embed``'s
+        typed error, the same on every path."""
+        sp = self.span(node)
+        if self.type_of(k) != INT:
+            raise AcrobatTypeError(f"a slice start must be a host int, got {self.type_of(k)}", sp)
+        n, rest = ty.shape[0], ty.shape[1:]
+        if not 1 <= length <= n:
+            raise AcrobatTypeError(f"slice length {length} does not fit in {ty}", sp)
+        width = math.prod(rest)
+        start = None
+        if not isinstance(k, (Var, Const)):  # computed once, read by every row's lookup
+            start = Var(self.fresh("_start"), ty=INT)
+            start, k = Binding(start, k), start
+        table = OpCall("reshape", (x,), (("shape", (n, width)),), span=sp)
+        rows = [
+            OpCall("embed", (table, fold(OpCall("h.add", (k, Const(j)), span=sp))), span=sp)
+            for j in range(length)
+        ]
+        flat = rows[0] if length == 1 else OpCall("concat", tuple(rows), (("axis", 0),), span=sp)
+        out = OpCall("reshape", (flat,), (("shape", (length, *rest)),), span=sp)
+        return out if start is None else Let((start,), out, span=sp)
 
     # -- calls ------------------------------------------------------------------------
     def _Call(self, node: ast.Call) -> Expr:
@@ -260,11 +305,16 @@ class ExprLowerer:
             return self.parallel(node)
         if name == "map":
             return self.map_call(node)
+        if name == "zip" and name not in self.decl.functions:
+            return self.zip_call(node)
         if name in self.scope:
             raise AcrobatTypeError(f"{name!r} is a local value, not a function", sp)
         if name in self.decl.functions:
             self.no_keywords(node, name)
-            return FnCall(name, tuple(self.expr(a) for a in node.args), span=sp)
+            args = tuple(self.expr(a) for a in node.args)
+            if name in self.decl.generics:
+                name = self.instance_of(name, [self.type_of(a) for a in args], node)
+            return FnCall(name, args, span=sp)
         if name in self.decl.ctors:
             self.no_keywords(node, name)
             return CtorCall(name, tuple(self.expr(a) for a in node.args), span=sp)
@@ -300,6 +350,8 @@ class ExprLowerer:
         wants, hint = HOST_BUILTINS[name]
         if name == "len":
             fits = len(types) == 1 and isinstance(types[0], AdtType) and types[0].name == "List"
+        elif name in ("int", "float"):
+            fits = len(types) == 1 and types[0] in (INT, FLOAT, BOOL)
         else:
             fits = (len(args) == 1 if name == "abs" else len(args) >= 2) and all(
                 t in (INT, FLOAT) for t in types
@@ -398,7 +450,23 @@ class ExprLowerer:
             )
         xs = self.expr(node.args[1])
         extra = tuple(self.expr(a) for a in node.args[2:])
-        return Map(node.args[0].id, xs, extra, span=sp)
+        fn = node.args[0].id
+        if fn in self.decl.generics:  # the copy for the elements' (and extras') types
+            elem = self.type_of(xs)
+            elem = elem.args[0] if isinstance(elem, AdtType) and elem.name == "List" else elem
+            fn = self.instance_of(fn, [elem] + [self.type_of(a) for a in extra], node)
+        zipped = self.zipped_map(node, fn, xs, extra)
+        return zipped or Map(fn, xs, extra, span=sp)
+
+
+def _offset_length(s: ast.Slice) -> int | None:
+    """``L`` of a slice written ``k:k+L`` (``L`` a non-negative int literal), else None."""
+    up = s.upper
+    if s.lower is None or not (isinstance(up, ast.BinOp) and isinstance(up.op, ast.Add)):
+        return None
+    if not (isinstance(up.right, ast.Constant) and type(up.right.value) is int):
+        return None
+    return up.right.value if ast.dump(up.left) == ast.dump(s.lower) else None
 
 
 def fold(e: OpCall) -> Expr:

@@ -28,6 +28,8 @@ from acrobat.errors import (
 )
 from acrobat.frontend.declarations import Declarations, unsupported
 from acrobat.frontend.expressions import ExprLowerer
+from acrobat.frontend.generated import HelperCalls
+from acrobat.frontend.generics import GenericCalls
 from acrobat.ir.nodes import (
     ATOMS,
     Binding,
@@ -68,7 +70,7 @@ def make_let(bindings: list[Binding], body: Expr) -> Expr:
     return Let(tuple(bindings), body) if bindings else body
 
 
-class FunctionLowerer(ExprLowerer):
+class FunctionLowerer(ExprLowerer, HelperCalls, GenericCalls):
     """Lowers one function; lifted loops are appended to ``lifted``."""
 
     def __init__(self, decl: Declarations, sigs: Module, sig: Signature, lifted: list):
@@ -354,18 +356,20 @@ class FunctionLowerer(ExprLowerer):
         sp = self.span(st)
         if st.orelse:
             raise AcrobatSyntaxError("while ... else is not supported", sp)
-        if isinstance(st.test, ast.Constant):
+        if isinstance(st.test, ast.Constant) and not (st.test.value is True and _breaks(st.body)):
             raise AcrobatSyntaxError(
                 f"`while {st.test.value!r}` has no host condition",
                 sp,
-                hint="loop while a host bool holds (while i < n:), or use recursion",
+                hint="loop while a host bool holds (while i < n:), or write `while True:` with "
+                "a `break`",
             )
         self.no_loop_exits(st)
         carried = sorted(assigned_names(st.body) & self.scope.keys())
         free = sorted((read_names([st]) & self.scope.keys()) - set(carried))
 
         def body(recur: ast.stmt, done: ast.stmt) -> list[ast.stmt]:
-            return [ast.If(st.test, copy.deepcopy(st.body) + [recur], []), done]
+            loop = _exits_replaced(st.body, done, [recur])
+            return [ast.If(st.test, _then(loop, [recur]), []), done]
 
         self.lift_loop(st, ([], []), carried, free, body, bindings)
 
@@ -388,15 +392,12 @@ class FunctionLowerer(ExprLowerer):
         self.for_list(st, xs, bindings)
 
     def no_loop_exits(self, st: ast.While | ast.For) -> None:
-        """Reject break/continue/return in a loop, saying how to write the exit instead
-        (a lifted loop runs until its condition fails)."""
+        """Reject ``return`` in a loop, saying how to write the exit instead (``break``
+        and ``continue`` are rewritten: see :func:`_exits_replaced`)."""
         for sub in ast.walk(st):
-            fix = _LOOP_EXIT_FIX.get(type(sub))
-            if fix is not None:
+            if isinstance(sub, ast.Return):
                 raise AcrobatSyntaxError(
-                    f"{type(sub).__name__.lower()} is not supported in loops",
-                    self.span(sub),
-                    hint=fix,
+                    "return is not supported in loops", self.span(sub), hint=_RETURN_IN_LOOP_FIX
                 )
 
     def for_list(self, st: ast.For, xs: Expr, bindings) -> None:
@@ -434,7 +435,11 @@ class FunctionLowerer(ExprLowerer):
                 ast.Match(
                     ast.Name(cursor, ast.Load()),
                     [
-                        ast.match_case(cons, None, unpack + copy.deepcopy(st.body) + [recur]),
+                        ast.match_case(
+                            cons,
+                            None,
+                            unpack + _then(_exits_replaced(st.body, done, [recur]), [recur]),
+                        ),
                         ast.match_case(nil, None, [done]),
                     ],
                 )
@@ -510,9 +515,11 @@ class FunctionLowerer(ExprLowerer):
         i = st.target.id
         init = ast.Assign([ast.Name(i, ast.Store())], start)
         step = ast.AugAssign(ast.Name(i, ast.Store()), ast.Add(), ast.Constant(1))
-        loop = ast.While(
-            ast.Compare(ast.Name(i, ast.Load()), [ast.Lt()], [stop]), st.body + [step], []
-        )
+        # a ``continue`` steps first (the while loop's continue only re-tests)
+        body = _exits_replaced(st.body, ast.Break(), [step, ast.Continue()])
+        if not _always_exits(body):
+            body.append(step)
+        loop = ast.While(ast.Compare(ast.Name(i, ast.Load()), [ast.Lt()], [stop]), body, [])
         for node in (init, step, loop):
             for sub in ast.walk(node):
                 if not getattr(sub, "lineno", None):
@@ -527,6 +534,10 @@ class FunctionLowerer(ExprLowerer):
             name = f"{self.sig.name}_loop{k}"
             if name not in self.decl.functions and name not in self.sigs.function_map:
                 return name
+
+    def register_helper(self, name, params, ret, body, node) -> None:
+        """Queue a generated helper function (:mod:`acrobat.frontend.generated`)."""
+        self.register(Signature(name, params, ret, body, node))
 
     def register(self, sig: Signature) -> None:
         """Make a lifted function callable (its signature) and queue its body."""
@@ -596,13 +607,67 @@ def _names_only(target: ast.expr) -> bool:
     return isinstance(target, ast.Name)
 
 
-_LOOP_EXIT_FIX = {
-    ast.Break: "put the exit condition in the while test (while i < n and not done:), or write "
-    "the loop as a recursive function that returns early",
-    ast.Continue: "put the rest of the body under an if (if not skip: ...)",
-    ast.Return: "set a variable, end the loop through its condition and return after the loop, "
-    "or write the loop as a recursive function that returns early",
-}
+_RETURN_IN_LOOP_FIX = (
+    "set a variable, `break`, and return after the loop, or write the loop as a recursive "
+    "function that returns early"
+)
+
+
+def _breaks(body: list[ast.stmt]) -> bool:
+    """Whether ``body`` has a ``break`` of its own loop (not of a nested one)."""
+    for st in body:
+        if isinstance(st, ast.Break):
+            return True
+        if isinstance(st, ast.If) and (_breaks(st.body) or _breaks(st.orelse)):
+            return True
+        if isinstance(st, ast.Match) and any(_breaks(c.body) for c in st.cases):
+            return True
+    return False
+
+
+def _exits_replaced(body: list[ast.stmt], done: ast.stmt, cont: list[ast.stmt]) -> list[ast.stmt]:
+    """A copy of a loop's ``body`` with its own ``break`` replaced by ``done`` (the lifted
+    function returns the loop-carried variables) and its ``continue`` by ``cont`` (it
+    recurs); nested loops keep theirs. The early return then ends the block as any other
+    (the rest of the body goes to the paths that fall through)."""
+    out: list[ast.stmt] = []
+    for st in body:
+        if isinstance(st, ast.Break):
+            return out + [copy.deepcopy(done)]  # what follows in the block never runs
+        if isinstance(st, ast.Continue):
+            return out + copy.deepcopy(cont)
+        if isinstance(st, ast.If):
+            out.append(
+                ast.If(
+                    st.test,
+                    _exits_replaced(st.body, done, cont),
+                    _exits_replaced(st.orelse, done, cont),
+                )
+            )
+            ast.copy_location(out[-1], st)
+        elif isinstance(st, ast.Match):
+            cases = [
+                ast.match_case(c.pattern, c.guard, _exits_replaced(c.body, done, cont))
+                for c in st.cases
+            ]
+            out.append(ast.copy_location(ast.Match(st.subject, cases), st))
+        else:
+            out.append(copy.deepcopy(st))
+        if _always_exits(out[-1:]):
+            return out  # what follows in the block never runs
+    return out
+
+
+def _always_exits(stmts: list[ast.stmt]) -> bool:
+    """Whether every path through ``stmts`` ends in return, break or continue."""
+    for st in stmts:
+        if isinstance(st, (ast.Return, ast.Break, ast.Continue)):
+            return True
+        if isinstance(st, ast.If) and _always_exits(st.body) and _always_exits(st.orelse):
+            return True
+        if isinstance(st, ast.Match) and all(_always_exits(c.body) for c in st.cases):
+            return True
+    return False
 
 
 def join_names(arms: list[list[ast.stmt]], scope: dict[str, str]) -> tuple[str, ...]:

@@ -160,7 +160,7 @@ class Interpreter:
             if err.span is None:
                 raise type(err)(err.message, e.span, err.hint) from None
             raise
-        except (ZeroDivisionError, FloatingPointError, ValueError) as err:
+        except (ArithmeticError, ValueError) as err:  # the host programs' HOST_FAILURES
             raise EvaluationError(f"{e.op} failed: {err}", e.span) from None
 
     def run(self, name: str, args: list[Any]) -> Any:

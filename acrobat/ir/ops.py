@@ -794,6 +794,50 @@ def _len_rule(ts, attrs):
     return INT
 
 
+def list_item(xs, k):
+    """``xs[k]`` of a List (a negative ``k`` counts from the end, as Python's); out of
+    range is a ``ValueError`` naming the index and the length."""
+    items = []
+    while xs.ctor == "Cons":
+        items.append(xs.fields[0])
+        xs = xs.fields[1]
+    if not -len(items) <= k < len(items):
+        raise ValueError(f"{LIST_INDEX_ERROR}: {k} for a list of {len(items)}")
+    return items[k]
+
+
+LIST_INDEX_ERROR = "list index out of range"
+"""Start of the error ``xs[k]`` raises out of range, on every path."""
+
+
+@register("h.nth", 2, OpKind.HOST, list_item, doc="element k of a List, on the host (xs[k])")
+def _nth_rule(ts, attrs):
+    t, k = ts
+    if not (isinstance(t, AdtType) and t.name == "List"):
+        raise AcrobatTypeError(f"xs[k]: needs a List, got {t}")
+    if k != INT:
+        raise AcrobatTypeError(f"xs[k]: the index must be a host int, got {k}")
+    return t.args[0]
+
+
+def _conversion(name, result):
+    def rule(ts, attrs):
+        (t,) = ts
+        if not isinstance(t, ScalarType):
+            raise AcrobatTypeError(f"{name}: needs a host int, float or bool, got {t}")
+        return result
+
+    return rule
+
+
+register("h.int", 1, OpKind.HOST, int, doc="int(a): a host number truncated toward zero")(
+    _conversion("int", INT)
+)
+register("h.float", 1, OpKind.HOST, float, doc="float(a): a host number as a float")(
+    _conversion("float", FLOAT)
+)
+
+
 register("h.and", 2, OpKind.HOST, lambda a, b: a and b, doc="host and")(_host_bool("h.and"))
 register("h.or", 2, OpKind.HOST, lambda a, b: a or b, doc="host or")(_host_bool("h.or"))
 register("h.not", 1, OpKind.HOST, lambda a: not a, doc="host not")(_host_bool("h.not"))
