@@ -60,9 +60,10 @@ def join(a, b):
     """Least upper bound of two abstract depths."""
     if isinstance(a, tuple) and isinstance(b, tuple):
         return tuple(join(x, y) for x, y in zip(a, b))
+    a, b = flat(a), flat(b)  # a tuple against a whole value (a host op's, xs[k])
     if a is TOP or b is TOP:
         return TOP
-    return max(flat(a), flat(b))
+    return max(a, b)
 
 
 def meet(a, b):
@@ -244,8 +245,8 @@ class _Interp:
             run = flat(tuple(self.value(a, env) for a in e.args))
             out = TOP if run is TOP else _widen(run + 1, self.cap)
             return _like(e.ty, out)
-        if t is OpCall:
-            return flat(tuple(self.value(a, env) for a in e.args))
+        if t is OpCall:  # a host op: xs[k] may be a tuple, as deep as the list
+            return _like(e.ty, flat(tuple(self.value(a, env) for a in e.args)))
         if t is KernelCall or t is FnCall:
             args = [self.value(a, env) for a in e.args]
             if t is KernelCall:

@@ -481,7 +481,7 @@ class _Gen:
             self.emit(
                 ind + 1,
                 f'raise ValueError(f"{NEGATIVE_INT_POWER}: {{{a}}} ** {{{b}}} '
-                '(for a float power, use a float base)")',
+                '(for a float power write float(a) ** b)")',
             )
         if e.op == "h.nth":  # as ops.list_item: Python's xs[k], a ValueError out of range
             items, k = self.fresh(), self.atom(e.args[1])

@@ -1189,7 +1189,7 @@ static PyObject *h_pow(PyObject *a, PyObject *b) {
         long long e = PyLong_AsLongLongAndOverflow(b, &ov);
         if (e < 0 || ov < 0) {
             PyErr_Format(PyExc_ValueError,
-                         "@NEGATIVE_INT_POWER@: %S ** %S (for a float power, use a float base)",
+                         "@NEGATIVE_INT_POWER@: %S ** %S (for a float power write float(a) ** b)",
                          a, b);
             return NULL;
         }

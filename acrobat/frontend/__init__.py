@@ -41,23 +41,41 @@ What the language has:
   generic ones over ``T = TypeVar("T")`` as ``class Pair(ADT[T]):``. ``List[T]`` (``Nil()``,
   ``Cons(x, xs)``) and ``Option[T]`` (``Nothing()``, ``Some(x)``) are built in.
 * **Functions** with annotated parameters and result; recursion and mutual recursion.
+  *Generic* ones name type variables in their signature, ``def length(xs: List[T]) -> int``
+  with ``T = TypeVar("T")``: each call with new argument types makes a copy of the function
+  for those types (``length__1``, ...; see :mod:`acrobat.frontend.generics`). ``main`` has
+  concrete types, and a generic function's body annotates with concrete types only.
 * **Types** ``Tensor[H]``, ``Tensor[H, H]``, ``int``, ``bool``, ``float``, ``tuple[A, B]``,
   ADT names (``Tree``, ``List[Tensor[H]]``).
 * **Statements** assignment (with tuple unpacking), ``x: T = e``, ``x += e``, ``return``,
   ``if``/``else``, ``match``/``case`` over constructors (checked for exhaustiveness),
-  ``while <host bool>:``, ``for i in range(n):`` and ``for x in xs:`` over a ``List`` (or
-  ``for a, b in pairs:``), ``phase()``. Loops may nest; variables they assign carry over.
-  ``break``, ``continue`` and ``return`` inside a loop are rejected with the way to write
-  them instead (an exit in the ``while`` test, an ``if``, a recursive function).
+  ``while <host bool>:`` (``while True:`` when its body has a ``break``), ``for i in
+  range(n):`` and ``for x in xs:`` over a ``List`` (or ``for a, b in pairs:``, ``for a, b in
+  zip(xs, ys):``), ``break`` and ``continue``, ``phase()``. Loops may nest; variables they
+  assign carry over (after a ``break``, with the values they had there). ``return`` inside a
+  loop is rejected with the way to write it instead (``break``, then return after the loop).
 * **Expressions** tensor ops from the registry (``dense``, ``sigmoid``, ``concat``, ``split``,
   ...), ``+ - * / @`` on tensors (a host int or float on either side scales the tensor:
   ``x * s`` becomes ``x * scalar(s)``), host ``int``/``float``/``bool`` arithmetic and comparisons,
   ``abs(a)``, ``min(a, b, ...)``, ``max(a, b, ...)`` on host numbers (``max(x)`` and
-  ``max(x, axis)`` of a tensor reduce it), ``len(xs)`` of a ``List``,
-  ``a if c else b``, tuples and ``t[0]``, tensor slices ``x[a:b]``, constructor and function
-  calls, ``parallel(f(a), g(b))`` for independent calls, ``map(f, xs)`` for a parallel map,
-  and the tensor-to-host reads ``item(x)`` and ``argmax(x)`` that let control flow depend on
-  tensor values.
+  ``max(x, axis)`` of a tensor reduce it), ``int(a)`` (toward zero) and ``float(a)`` of a
+  host number, ``len(xs)`` of a ``List`` and ``xs[k]`` at a host int ``k`` (negative ones
+  count from the end; out of range is a typed error, the same on every path), ``zip(xs, ys,
+  ...)`` of Lists (as long as the shortest), ``a if c else b``, tuples and ``t[0]``, tensor
+  slices ``x[a:b]`` at constant bounds and ``x[k:k + L]`` at a host int ``k`` with a constant
+  length ``L`` (rows ``k .. k+L-1`` of the first axis; a ``k`` outside ``[0, rows - L]`` is
+  ``embed``'s typed error), constructor and function calls, ``parallel(f(a), g(b))`` for
+  independent calls, ``map(f, xs)`` for a parallel map (``map(f, xs, ys, a)``: an argument
+  that is a List of what ``f`` takes there is zipped with ``xs``, any other is passed to every
+  call), and the tensor-to-host reads ``item(x)`` and ``argmax(x)`` that let control flow
+  depend on tensor values.
+* **List reductions** ``sum(xs)``, ``max(xs)`` (elementwise) and ``argmax(scores)`` (a host
+  int) of a ``List`` of tensors, and ``attend(keys, values, query)``, the softmax over
+  ``sum(k * query)`` weighting the values: each is a balanced tree of batched combines, about
+  ``log2(n)`` launches for a list of ``n`` where a recursive helper makes ``n`` (see
+  :mod:`acrobat.frontend.reductions`).
+* **Host ints** are Python's, and ``int ** int`` is an int: a negative exponent is a typed
+  error (``2 ** -1``; write ``(a * 1.0) ** b`` or ``float(a) ** b`` for a float).
 * ``phase()`` starts the next program phase; only at the top level of ``main``, and not
   after an ``if``/``match`` that may return early.
 

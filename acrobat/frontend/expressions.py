@@ -21,15 +21,14 @@ from acrobat.errors import (
     Span,
 )
 from acrobat.frontend.declarations import Declarations, unsupported
+from acrobat.frontend.reductions import REDUCTIONS
 from acrobat.ir.nodes import (
-    Binding,
     Const,
     CtorCall,
     Expr,
     FnCall,
     GlobalRef,
     If,
-    Let,
     Map,
     OpCall,
     Parallel,
@@ -276,18 +275,25 @@ class ExprLowerer:
         if not 1 <= length <= n:
             raise AcrobatTypeError(f"slice length {length} does not fit in {ty}", sp)
         width = math.prod(rest)
-        start = None
-        if not isinstance(k, (Var, Const)):  # computed once, read by every row's lookup
-            start = Var(self.fresh("_start"), ty=INT)
-            start, k = Binding(start, k), start
+        if not isinstance(k, (Var, Const)):
+            # computed once, read by every row's lookup: the slice goes to a generated
+            # helper of which it is a parameter
+            name = self.helper_name("slice")
+            params = [("x", ty), ("k", INT)]
+            ret = TensorType((length, *rest), ty.dtype)
+            body = ast.parse(f"return x[k:k + {length}]").body
+            for sub in ast.walk(body[0]):
+                if isinstance(sub, (ast.expr, ast.stmt)):
+                    ast.copy_location(sub, node)
+            self.register_helper(name, params, ret, body, node)
+            return FnCall(name, (x, k), span=sp)
         table = OpCall("reshape", (x,), (("shape", (n, width)),), span=sp)
         rows = [
             OpCall("embed", (table, fold(OpCall("h.add", (k, Const(j)), span=sp))), span=sp)
             for j in range(length)
         ]
         flat = rows[0] if length == 1 else OpCall("concat", tuple(rows), (("axis", 0),), span=sp)
-        out = OpCall("reshape", (flat,), (("shape", (length, *rest)),), span=sp)
-        return out if start is None else Let((start,), out, span=sp)
+        return OpCall("reshape", (flat,), (("shape", (length, *rest)),), span=sp)
 
     # -- calls ------------------------------------------------------------------------
     def _Call(self, node: ast.Call) -> Expr:
@@ -318,6 +324,15 @@ class ExprLowerer:
         if name in self.decl.ctors:
             self.no_keywords(node, name)
             return CtorCall(name, tuple(self.expr(a) for a in node.args), span=sp)
+        if name in REDUCTIONS and node.args and not isinstance(node.args[0], ast.Starred):
+            # sum/max/argmax of a List (and attend) are list reductions; of a tensor, ops
+            first = self.expr(node.args[0])
+            ty = self.type_of(first)
+            if name == "attend" or isinstance(ty, AdtType) and ty.name == "List":
+                return self.list_reduction(name, first, node)
+            if name in HOST_BUILTINS:
+                return self.host_builtin(name, node, first)
+            return self.op_call(name, node, (first,))
         if name in HOST_BUILTINS:
             return self.host_builtin(name, node)
         if name in REGISTRY and not name.startswith("h."):
@@ -337,12 +352,13 @@ class ExprLowerer:
             if isinstance(a, ast.Starred):
                 raise unsupported(a, self.decl)
 
-    def host_builtin(self, name: str, node: ast.Call) -> Expr:
+    def host_builtin(self, name: str, node: ast.Call, first: Expr | None = None) -> Expr:
         """``abs``/``min``/``max``/``len`` on host values; ``max`` of a tensor is the
-        reduction op, told apart by the type of the first argument."""
+        reduction op, told apart by the type of the first argument (``first``: that
+        argument, already lowered)."""
         sp = self.span(node)
         self.no_starred(node)
-        args = [self.expr(a) for a in node.args[:1]]
+        args = [first] if first is not None else [self.expr(a) for a in node.args[:1]]
         if name == "max" and args and isinstance(self.type_of(args[0]), TensorType):
             return self.op_call(name, node, tuple(args))
         args += [self.expr(a) for a in node.args[1:]]

@@ -21,7 +21,8 @@ from acrobat.ir.typecheck import _has_meta
 from acrobat.ir.types import AdtType, TupleType
 
 
-def _located(stmts: list[ast.stmt], at: ast.AST) -> list[ast.stmt]:
+def located(stmts: list[ast.stmt], at: ast.AST) -> list[ast.stmt]:
+    """``stmts`` with every node at ``at``'s place (errors in a helper name its call)."""
     for st in stmts:
         for sub in ast.walk(st):
             if hasattr(sub, "lineno") or isinstance(sub, (ast.expr, ast.stmt)):
@@ -43,7 +44,7 @@ def zip_body(name: str, n: int, at: ast.AST) -> list[ast.stmt]:
         ]
         ind += "        "
     lines.append(f"{ind}return Cons(({heads},), {name}({rests}))")
-    return _located(ast.parse("\n".join(lines)).body, at)
+    return located(ast.parse("\n".join(lines)).body, at)
 
 
 def map_adapter_body(fn: str, zipped: list[bool], at: ast.AST) -> list[ast.stmt]:
@@ -60,7 +61,7 @@ def map_adapter_body(fn: str, zipped: list[bool], at: ast.AST) -> list[ast.stmt]
             b += 1
     unpack = ", ".join(f"z{j}" for j in range(k))
     text = f"{unpack}, = pair\nreturn {fn}({', '.join(args)})"
-    return _located(ast.parse(text).body, at)
+    return located(ast.parse(text).body, at)
 
 
 class HelperCalls:

@@ -30,6 +30,7 @@ from acrobat.frontend.declarations import Declarations, unsupported
 from acrobat.frontend.expressions import ExprLowerer
 from acrobat.frontend.generated import HelperCalls
 from acrobat.frontend.generics import GenericCalls
+from acrobat.frontend.reductions import ReductionCalls
 from acrobat.ir.nodes import (
     ATOMS,
     Binding,
@@ -70,7 +71,7 @@ def make_let(bindings: list[Binding], body: Expr) -> Expr:
     return Let(tuple(bindings), body) if bindings else body
 
 
-class FunctionLowerer(ExprLowerer, HelperCalls, GenericCalls):
+class FunctionLowerer(ExprLowerer, HelperCalls, GenericCalls, ReductionCalls):
     """Lowers one function; lifted loops are appended to ``lifted``."""
 
     def __init__(self, decl: Declarations, sigs: Module, sig: Signature, lifted: list):

@@ -45,6 +45,10 @@ LITERAL = [
 ]
 
 
+def _is_list(t: Type) -> bool:
+    return isinstance(t, AdtType) and t.name == "List"
+
+
 def prod(s: tuple[int, ...]) -> int:
     return math.prod(s)
 
@@ -92,9 +96,28 @@ class ExprGen(HostGen):
         opts += [(1, "create"), (3, "weight")] if s else [(1, "create")]
         if others:
             opts.append((3, "adapt"))
+        if self.lists_of(ctx, TensorType(s)):
+            opts += [(2, "nth"), (1, "generic"), (2, "reduce")]
+        keys = [t for _, t in ctx if _is_list(t) and len(getattr(t.args[0], "shape", ())) == 1]
+        if keys and self.lists_of(ctx, TensorType(s)):
+            opts.append((1, "attend"))
         k = self.pick(opts)
         if k == "var":
             return self.src.choice(vs)
+        if k == "nth":
+            return self.nth(ctx, d, TensorType(s))
+        if k == "generic":
+            return self.generic_last(ctx, TensorType(s), self.t_create(s, ctx, 0))
+        if k == "reduce":  # a balanced tree of batched combines (frontend/reductions.py)
+            red = self.src.choice(["sum", "max"])
+            self.feat.add("expr:list_" + red)
+            return f"{red}({self.src.choice(self.lists_of(ctx, TensorType(s)))})"
+        if k == "attend":
+            key = self.src.choice(keys)
+            self.feat.add("expr:attend")
+            ks = self.src.choice(self.lists_of(ctx, key.args[0]))
+            vs = self.src.choice(self.lists_of(ctx, TensorType(s)))
+            return f"attend({ks}, {vs}, {self.tensor(key.args[0].shape, ctx, 0)})"
         if k == "weight":
             return self.weight_expr(s, ctx)
         if k == "create":
@@ -260,6 +283,12 @@ class ExprGen(HostGen):
         start = self.src.integer(0, extra)
         q = s[:a] + (s[a] + extra,) + s[a + 1 :]
         x = self.tensor(q, ctx, d)
+        if a == 0 and self.src.boolean(0.3):  # at a host int: rows looked up with embed
+            self.feat.add("expr:offset_slice")
+            self.ops("embed", "reshape", "h.mod")
+            k = self.int_atom(ctx, d)
+            k = f"({k} % {extra + 1})" if self.src.boolean(0.85) else k
+            return f"{x}[{k}:{k} + {s[0]}]"
         self.ops("slice")
         if a == 0:
             self.feat.add("expr:slice")

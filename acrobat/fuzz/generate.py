@@ -40,6 +40,12 @@ from acrobat.ir.types import (
 __all__ = ["GeneratedProgram", "generate_program", "generate_instances"]
 
 _TP = TypeParam("T")
+GENERIC_LAST = """def g_last(xs: List[T], d: T) -> T:
+    out = d
+    for x in xs:
+        out = x
+    return out"""
+"""The generic helper generated programs call (:meth:`HostGen.generic_last`)."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,7 @@ class _Gen(ExprGen, StmtGen):
         self.frozen: set[str] = set()  # loop counters: never reassigned
         self.early_in_main = False
         self.consts: dict[str, tuple[Type, str]] = {}  # host constants: type, literal
+        self.generic = False  # the generic helper g_last is called
 
     # -- names and text --------------------------------------------------------------
     def fresh(self, base: str) -> str:
@@ -442,8 +449,10 @@ class _Gen(ExprGen, StmtGen):
         out = []
         out += [f"{n} = {s}" for n, s in self.size_src.items()]
         out += [f"{n} = {v}" for n, (_, v) in self.consts.items()]
-        if any(self.adts[a][0] for a in self.declared):
+        if self.generic or any(self.adts[a][0] for a in self.declared):
             out.append('T = TypeVar("T")')
+        if self.generic:
+            self.funcs.insert(0, GENERIC_LAST)
         out += [
             f"{n}: Param[{', '.join(self.dim_text(x) for x in s)}]" for n, s in self.params.items()
         ]

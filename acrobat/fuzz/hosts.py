@@ -6,7 +6,7 @@ every draw is the simplest.
 
 from __future__ import annotations
 
-from acrobat.ir.types import BOOL, FLOAT, INT, AdtType, Type
+from acrobat.ir.types import BOOL, FLOAT, INT, AdtType, TensorType, Type
 
 Ctx = list[tuple[str, Type]]
 
@@ -44,9 +44,13 @@ class HostGen:
         opts = [(4, "leaf")]
         if d > 0:
             opts += [(2, "arith"), (1, "mod"), (1, "argmax"), (1, "ifexp"), (1, "neg")]
-            opts += [(1, "minmax"), (1, "abs")]
+            opts += [(1, "minmax"), (1, "abs"), (1, "conv")]
             if self.lists(ctx):
                 opts.append((1, "len"))
+            if self.lists_of(ctx, INT):
+                opts += [(1, "nth"), (1, "generic")]
+            if self.score_lists(ctx):
+                opts.append((1, "list_argmax"))
         k = self.pick(opts)
         if index and k != "leaf":
             self.ops("h.mod")
@@ -90,12 +94,50 @@ class HostGen:
             return f"abs({self.int_atom(ctx, d - 1)})"
         if k == "len":
             return self.length(ctx)
+        if k == "conv":
+            self.ops("h.int")
+            self.feat.add("expr:conversion")
+            return f"int({self.real(ctx, d - 1)})"
+        if k == "nth":
+            return self.nth(ctx, d, INT)
+        if k == "generic":
+            return self.generic_last(ctx, INT, self.integer(ctx, d - 1))
+        if k == "list_argmax":
+            self.read("argmax")
+            self.feat.add("expr:list_argmax")
+            return f"argmax({self.src.choice(self.score_lists(ctx))})"
         self.feat.add("expr:ifexp")
         a, b = self.integer(ctx, d - 1, index), self.integer(ctx, d - 1, index)
         return f"({a} if {self.boolean(ctx, d - 1)} else {b})"
 
     def lists(self, ctx: Ctx) -> list[str]:
         return [n for n, t in ctx if isinstance(t, AdtType) and t.name == "List"]
+
+    def score_lists(self, ctx: Ctx) -> list[str]:
+        """Lists of scores (``Tensor[()]``, ``Tensor[1]``), which ``argmax`` takes."""
+        return self.lists_of(ctx, TensorType(())) + self.lists_of(ctx, TensorType((1,)))
+
+    def lists_of(self, ctx: Ctx, elem: Type) -> list[str]:
+        return [n for n, t in ctx if t == AdtType("List", (elem,))]
+
+    def nth(self, ctx: Ctx, d: int, elem: Type) -> str:
+        """``xs[k]`` of a List of ``elem``s: mostly in range (an empty list's is not),
+        now and then a host int as it comes (out of range: the typed error)."""
+        xs = self.src.choice(self.lists_of(ctx, elem))
+        self.ops("h.nth")
+        self.feat.add("expr:list_index")
+        k = self.int_atom(ctx, d - 1)
+        if self.src.boolean(0.85):
+            self.ops("h.mod", "h.max", "h.len")
+            return f"{xs}[{k} % max(len({xs}), 1)]"
+        return f"{xs}[{k}]"
+
+    def generic_last(self, ctx: Ctx, elem: Type, default: str) -> str:
+        """A call of the generic helper ``g_last(xs: List[T], d: T) -> T`` (its last
+        element, or ``d``): the frontend makes one copy per element type."""
+        self.generic = True
+        self.feat.add("decl:generic_function")
+        return f"g_last({self.src.choice(self.lists_of(ctx, elem))}, {default})"
 
     def length(self, ctx: Ctx) -> str:
         self.ops("h.len")
@@ -107,9 +149,13 @@ class HostGen:
         opts = ([(4, "var")] if vs else []) + [(1, "argmax")]
         if self.lists(ctx):
             opts.append((2, "len"))
+        if self.score_lists(ctx):
+            opts.append((2, "list_argmax"))
         k = self.pick(opts)
         if k == "var":
             return self.src.choice(vs)
+        if k == "list_argmax":
+            return self._int(k, ctx, d, vs)
         return self.length(ctx) if k == "len" else self.argmax(ctx, d)
 
     def real_atom(self, ctx: Ctx, d: int) -> str:
@@ -179,6 +225,7 @@ class HostGen:
         opts = [(4, "leaf")]
         if d > 0:
             opts += [(2, "arith"), (2, "item"), (1, "int"), (1, "minmax"), (1, "abs")]
+            opts.append((1, "conv"))
         k = self.pick(opts)
         if k == "leaf":
             if vs and self.src.boolean(0.8):
@@ -198,6 +245,10 @@ class HostGen:
             return f"({self.real(ctx, d - 1)} {sym} {self.real(ctx, d - 1)})"
         if k == "item":
             return self.item(ctx, d - 1)
+        if k == "conv":
+            self.ops("h.float")
+            self.feat.add("expr:conversion")
+            return f"float({self.integer(ctx, d - 1)})"
         self.feat.add("host:float_arith")
         self.ops("h.truediv")
         return f"({self.integer(ctx, d - 1)} / 4.0)"

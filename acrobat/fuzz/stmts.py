@@ -133,6 +133,8 @@ class StmtGen:
         arm = list(ctx) + [(i, INT)]
         n0 = len(lines)
         tg = [c for c in self.targets(ctx) if c[1] != INT]
+        # a while loop's counter steps at the end: a continue there would never step it
+        self.exit(arm, lines, ind + "    ", ("break",) if k == "while" else ("break", "continue"))
         self.stmts(arm, lines, ind + "    ", self.src.integer(0, 2), ret, loop=True)
         for v, t in tg:
             lines.append(f"{ind}    {v} = {self.value(t, arm, d, squash=True)}")
@@ -149,6 +151,11 @@ class StmtGen:
         n, t = self.src.choice(lists)
         elem = t.args[0]
         self.feat.add("stmt:for_list")
+        others = [(m, u) for m, u in lists if m != n]
+        if others and self.src.boolean(0.3):  # for a, b in zip(xs, ys):
+            m, u = self.src.choice(others)
+            self.feat.add("expr:zip")
+            n, elem = f"zip({n}, {m})", TupleType((elem, u.args[0]))
         if isinstance(elem, TupleType) and self.src.boolean(0.7):
             self.feat.add("stmt:for_tuple_target")
             names = [self.fresh("e") for _ in elem.fields]
@@ -162,6 +169,7 @@ class StmtGen:
         arm = list(ctx) + bound
         n0 = len(lines)
         tg = [c for c in self.targets(ctx) if isinstance(c[1], TensorType)]
+        self.exit(arm, lines, ind + "    ", ("break", "continue"))
         self.stmts(arm, lines, ind + "    ", self.src.integer(0, 2), ret, loop=True)
         for v, vt in tg:
             lines.append(f"{ind}    {v} = {self.carry(v, vt, bound, arm, d)}")
@@ -172,6 +180,15 @@ class StmtGen:
                 lines.append(f"{ind}    {self.src.choice(ints)} += 1")
         if len(lines) == n0:
             lines.append(f"{ind}    pass")
+
+    def exit(self, ctx, lines, ind, kinds) -> None:
+        """Now and then ``if <host bool>: break`` (or ``continue``) at the top of a loop body."""
+        if not self.src.boolean(0.25):
+            return
+        kind = self.src.choice(kinds)
+        self.feat.add("stmt:" + kind)
+        lines.append(f"{ind}if {self.boolean(ctx, 1)}:")
+        lines.append(f"{ind}    {kind}")
 
     def carry(self, v, vt, bound, arm, d) -> str:
         """The new value of a loop-carried tensor ``v``: random, or an RNN step on an item
@@ -189,8 +206,14 @@ class StmtGen:
         n, t = self.src.choice(lists)
         elem = t.args[0]
         extra = [(self.fresh("a"), self.src.choice(ctx))] if self.src.boolean(0.3) else []
-        ret = self.src.weighted(
+        others = [(m, u) for m, u in lists if m != n]
+        if others and self.src.boolean(0.3):  # map(f, xs, ys): f takes an element of each
+            m, u = self.src.choice(others)
+            self.feat.add("expr:map_zip")
+            extra = [(self.fresh("a"), (m, u.args[0]))] + extra
+        ret = self.src.weighted(  # a Tensor[1]: scores, which argmax(ys) reads
             [(4, TensorType((self.sizes["H"],))), (1, TensorType(self.shape()))]
+            + [(1, TensorType((1,)))]
         )
         ret = ret if self.src.boolean(0.8) else TupleType((ret, INT))
         if self.helper_depth >= MAX_HELPER_DEPTH or len(self.funcs) >= MAX_FUNCTIONS:
@@ -207,6 +230,12 @@ class StmtGen:
         args = ", ".join([f, n] + [e[0] for _, e in extra])
         lines.append(f"{ind}{v} = map({args})")
         ctx.append((v, AdtType("List", (ret,))))
+        if ret == TensorType((1,)) and self.src.boolean(0.6):  # the best score's index
+            self.read("argmax")
+            self.feat.add("expr:list_argmax")
+            k = self.fresh("k")
+            lines.append(f"{ind}{k} = argmax({v})")
+            ctx.append((k, INT))
 
     def parallel(self, ctx, lines, ind) -> None:
         calls, rets = [], []

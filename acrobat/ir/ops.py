@@ -734,7 +734,9 @@ types ``int ** int`` as int, and ``2 ** -1`` is not one."""
 def int_pow(a, b):
     """``a ** b`` on host numbers; an int to a negative int power is a ``ValueError``."""
     if b < 0 and isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
-        raise ValueError(f"{NEGATIVE_INT_POWER}: {a} ** {b} (for a float power, use a float base)")
+        raise ValueError(
+            f"{NEGATIVE_INT_POWER}: {a} ** {b} (for a float power write float(a) ** b)"
+        )
     return a**b
 
 
