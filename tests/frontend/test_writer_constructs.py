@@ -339,3 +339,26 @@ def test_a_slice_past_the_end_is_a_typed_error_everywhere():
     with pytest.raises(EvaluationError, match="outside the table of 4 rows"):
         outputs(SLICES, xs[1:2])
     agrees(SLICES, xs, null_backend=False)
+
+
+DEAD = """H = Size("H", 2)
+
+def score(x: Tensor[H]) -> Tensor[1]:
+    return sum(x, keepdims=True)
+
+def main(xs: List[Tensor[H]], k: int, f: float) -> Tensor[H]:
+    unused = xs[k]
+    also = int(f)
+    best = argmax(map(score, xs))
+    return zeros(H)
+"""
+
+
+def test_unused_reads_that_may_fail_still_fail():
+    """Dead code elimination keeps ``xs[k]``, ``int(f)`` and list reductions (their
+    instances must raise as in the interpreter)."""
+    ok = (vecs(2, 2), 1, 0.5)
+    for bad in ((vecs(2, 2), 2, 0.5), (vecs(2, 2), 0, float("nan")), (vecs(0, 2), -1, 0.5)):
+        agrees(DEAD, [ok, bad], null_backend=False)
+        with pytest.raises(EvaluationError):
+            outputs(DEAD, [bad])
