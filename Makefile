@@ -1,4 +1,4 @@
-# Developer and CI entry points: `make setup | test | test-slow | test-asan | lint | explorer | clean`.
+# Developer and CI entry points: `make setup | test | test-slow | test-asan | test-engines | lint | explorer | clean`.
 # `setup` is idempotent: system packages only when missing, pip only when pyproject.toml (or the
 # native core's C sources) changed.
 
@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 PYTEST_MARKS ?= not slow
 SYSTEM_PACKAGES = graphviz chromium
 
-.PHONY: setup system-packages test test-slow test-asan lint explorer notebooks peers bench clean
+.PHONY: setup system-packages test test-slow test-asan test-engines lint explorer notebooks peers bench clean
 
 setup: system-packages $(VENV)/.installed
 
@@ -55,6 +55,16 @@ test-slow:
 # (tests/native/test_sanitize.py says how; CI runs it in the slow suite).
 test-asan: setup
 	$(PY) -m pytest tests/native/test_sanitize.py -m slow $(PYTEST_ARGS)
+
+# The suite runs on the engine `auto` picks (native where its core loads); this runs the
+# equivalence suite, the models' tests and the saved fuzz cases on the reference engine, then a
+# short differential fuzz campaign on each engine (acrobat/runtime/engines).
+FUZZ_MINUTES ?= 2
+test-engines: setup
+	ACROBAT_ENGINE=reference $(PY) -m pytest -m "not slow and not e2e" \
+		tests/runtime/test_equivalence.py tests/models tests/fuzz/test_cases.py
+	ACROBAT_ENGINE=reference $(PY) -m acrobat.fuzz --minutes $(FUZZ_MINUTES) --seed 1 --quiet
+	ACROBAT_ENGINE=native $(PY) -m acrobat.fuzz --minutes $(FUZZ_MINUTES) --seed 2 --quiet
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

@@ -1,6 +1,6 @@
 """``python -m acrobat doctor``: what acrobat runs on here, and what is off and why.
 
-One screen a user can paste into a bug report: the native core (installed, built at run
+One screen a user can paste into a bug report: the engine runs would use, the native core (installed, built at run
 time or off, and why), the instruction set its products use, the C compiler that builds
 the generated host programs, the cache those go to and its state, the BLAS and its
 threads, the scheduler, and every ``ACROBAT_*`` environment variable in force. Reading
@@ -19,10 +19,12 @@ import warnings
 import numpy as np
 
 from acrobat import native
-from acrobat.errors import NativeBuildError
+from acrobat.errors import AcrobatError, NativeBuildError
 from acrobat.native import cache
+from acrobat.runtime import engines
 
 ENV_VARS = {
+    "ACROBAT_ENGINE": "native or reference: the engine runs use (default: native where it loads)",
     "ACROBAT_NATIVE": "0: no native code at all (NumPy and Python alone)",
     "ACROBAT_NATIVE_INSTALLED": "0: build the core at run time, not the installed one",
     "ACROBAT_NATIVE_ISA": "avx2: no AVX-512 tiles; portable: no AVX2 GEMM either",
@@ -72,6 +74,14 @@ def _blas() -> list[str]:
     ]
 
 
+def _engine() -> list[str]:
+    try:
+        engine = engines.choose()
+    except AcrobatError as err:
+        return [f"engine:       none ({err})"]
+    return [f"engine:       {engine.describe()}"]
+
+
 def _scheduler() -> str:
     if getattr(native.load(), "list_schedule", None) is not None:
         return "native (sched.c)"
@@ -88,6 +98,7 @@ def report() -> str:
         lines = [
             f"acrobat on Python {platform.python_version()}, NumPy {np.__version__}, "
             f"{platform.system()} {platform.machine()}, {cpus} CPUs",
+            *_engine(),
             *_core(),
             *_compiler(),
             f"cache:        {cache.cache_state()}",

@@ -133,3 +133,23 @@ def test_every_spelling_is_seen(tmp_path):
         assert violations(low, fake) == [f"ir/low.py imports {name}"], code
     low.write_text("from acrobat import errors\nfrom . import nodes\nimport numpy\n")
     assert violations(low, fake) == []
+
+
+ENGINES = ROOT / "runtime" / "engines"
+
+
+def test_only_the_engines_import_the_native_core():
+    """The native core is reached through one seam: the engines package
+    (acrobat/runtime/engines) and the native package itself; every other module gets what
+    it calls from the runtime's engine (kernels their products, the executor its flush).
+    ``python -m acrobat doctor`` (acrobat/doctor.py) reports on the core itself."""
+    bad = []
+    for path in ROOT.rglob("*.py"):
+        if path.is_relative_to(ROOT / "native") or path.is_relative_to(ENGINES):
+            continue
+        if path == ROOT / "doctor.py":  # the diagnostics: the core's state, ISA, cache
+            continue
+        if "native" in set(imports_of(path)):
+            bad.append(str(path.relative_to(ROOT)))
+    assert not bad, "import acrobat.native outside the engines: " + ", ".join(bad)
+    assert "native" in set(imports_of(ENGINES / "native.py"))

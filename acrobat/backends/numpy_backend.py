@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from acrobat.backends.tiling import tile_rows, tiled, tiled_group
-from acrobat.codegen.numpy_kernels import compile_numpy_group, compile_numpy_kernel
+from acrobat.codegen.numpy_kernels import (
+    NUMPY_PRODUCTS,
+    Products,
+    compile_numpy_group,
+    compile_numpy_kernel,
+)
 
 
 class NumpyBackend:
@@ -18,11 +23,19 @@ class NumpyBackend:
     fused_gather = True
     gather_copies = True
 
-    def compile(self, kernel, params: dict[str, np.ndarray], fused_elementwise: bool = True):
+    def compile(
+        self,
+        kernel,
+        params: dict[str, np.ndarray],
+        fused_elementwise: bool = True,
+        products: Products = NUMPY_PRODUCTS,
+    ):
         """A callable ``fn(B, *args, out=views)`` (or, with gathered arguments and no
         ``out``, ``fn(B, *args) -> tuple of [B, ...] arrays``) and its source.
-        ``fused_elementwise``: elementwise chains as one native call (``CompileOptions``)."""
-        k = compile_numpy_kernel(kernel.function, params, fuse=fused_elementwise)
+        ``fused_elementwise``: elementwise chains as one call of the products' ``rowprog``
+        (``CompileOptions``); ``products``: what the kernel calls for products and chains
+        (the runtime's engine's, :mod:`acrobat.runtime.engines`)."""
+        k = compile_numpy_kernel(kernel.function, params, fuse=fused_elementwise, products=products)
         rows = tile_rows(kernel.function, sum(params[w].nbytes for w in kernel.weights))
         if rows is None:
             return k.fn, k.source
@@ -37,12 +50,17 @@ class NumpyBackend:
         varying: dict,
         params: dict[str, np.ndarray],
         fused_elementwise: bool = True,
+        products: Products = NUMPY_PRODUCTS,
     ):
         """The group kernel of twin kernels (:mod:`acrobat.codegen.twins`) and its source,
         or None where it cannot be written (then the members run apart). Tiled as its
         members are (twins: the same rows per tile)."""
         g = compile_numpy_group(
-            [k.function for k in kernels], varying, params, fuse=fused_elementwise
+            [k.function for k in kernels],
+            varying,
+            params,
+            fuse=fused_elementwise,
+            products=products,
         )
         if g is None:
             return None

@@ -31,13 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from acrobat import native
 from acrobat.codegen import ident, missing_rule
 from acrobat.errors import IndexOutOfRange
 from acrobat.ir.nodes import Const, Function, Let, OpCall, ParamRef, Proj, TupleExpr, Var
 from acrobat.ir.traversal import walk
 from acrobat.ir.types import FLOAT, TensorType, TupleType
-from acrobat.native import dense_rows, dense_rows_by_member
 
 
 @dataclass(frozen=True)
@@ -203,25 +201,78 @@ def _gather_parts(parts: tuple, shape: tuple[int, ...], ws: np.ndarray) -> np.nd
     return _gather_cat(parts, shape, ws)
 
 
-def dense_from(parts, shape, ws, wt, panels, out, bias=None):
-    """``dense`` of a kernel argument (or of a concat of several, ``parts``) with its
-    gather fused into the native product: the kernel reads the argument's rows where
-    they lie in their arena (:func:`acrobat.native.native_product`). When the native
-    kernel does not take the product, the rows are gathered into ``ws`` as the kernel's
-    prologue would have (``shape``: the operand's per-instance shape) and
-    :func:`~acrobat.native.dense_rows` runs it. Returns ``out``."""
-    if native.native_product(parts, panels, out, bias):
-        return out
-    return dense_rows(_gather_parts(parts, shape, ws), wt, panels, out, bias)
+def _numpy_dense_rows(x, wt, panels, out, bias=None):
+    """``out = x @ wt (+ bias)`` by NumPy's ``matmul`` (``panels`` unused). Returns ``out``."""
+    np.matmul(x, wt, out=out)
+    if bias is not None:
+        out += bias
+    return out
 
 
-def dense_from_by_member(parts, shape, ws, wts, panels, segs, out, biases=None):
-    """:func:`dense_from` for a twin group's batch (each member's rows by its weight, as
-    :func:`~acrobat.native.dense_rows_by_member`)."""
-    if native.native_product(parts, panels, out, biases, segs):
-        return out
-    x = _gather_parts(parts, shape, ws)
-    return dense_rows_by_member(x, wts, panels, segs, out, biases)
+def _numpy_dense_rows_by_member(x, wts, panels, segs, out, biases=None):
+    """:func:`_numpy_dense_rows` for a twin group's batch: ``segs`` is ``(member, rows)``
+    pairs in row order; each member's rows take its weight and bias. Returns ``out``."""
+    s = 0
+    for m, n in segs:
+        if n:
+            b = None if biases is None else biases[m]
+            _numpy_dense_rows(x[s : s + n], wts[m], None, out[s : s + n], b)
+            s += n
+    return out
+
+
+def _declines(*args) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Products:
+    """What generated kernels call for products and elementwise chains: an engine's
+    (:mod:`acrobat.runtime.engines`), given to the kernel generator, which never looks for
+    native code itself.
+
+    ``dense_rows(x, wt, panels, out, bias)`` and ``dense_rows_by_member(x, wts, panels,
+    segs, out, biases)`` compute products of rows with resident weights; ``product(x,
+    panels, out, bias, segs) -> bool`` computes one whose rows ``x`` may be ``(arena
+    buffer, rows)`` pairs read in place, or declines (False, nothing written); ``pack(wt)``
+    makes the panels ``product`` reads (None: not taken); ``packable(shape, dtype)`` says
+    whether it would; ``rowprog(B, ops, consts, arrays) -> bool`` runs an elementwise chain
+    row by row, or declines (None: no such call)."""
+
+    name: str
+    dense_rows: Callable
+    dense_rows_by_member: Callable
+    product: Callable = _declines
+    pack: Callable = lambda wt: None  # noqa: E731
+    packable: Callable = _declines
+    rowprog: Callable | None = None
+
+    @property
+    def reads_in_place(self) -> bool:
+        """Whether its products and chains take rows where they lie in an arena."""
+        return self.rowprog is not None
+
+    def dense_from(self, parts, shape, ws, wt, panels, out, bias=None):
+        """``dense`` of a kernel argument (or of a concat of several, ``parts``) with its
+        gather fused into the product: ``product`` reads the argument's rows where they
+        lie in their arena. When it declines, the rows are gathered into ``ws`` as the
+        kernel's prologue would have (``shape``: the operand's per-instance shape) and
+        ``dense_rows`` runs it. Returns ``out``."""
+        if self.product(parts, panels, out, bias):
+            return out
+        return self.dense_rows(_gather_parts(parts, shape, ws), wt, panels, out, bias)
+
+    def dense_from_by_member(self, parts, shape, ws, wts, panels, segs, out, biases=None):
+        """:meth:`dense_from` for a twin group's batch (each member's rows by its weight,
+        as ``dense_rows_by_member``)."""
+        if self.product(parts, panels, out, biases, segs):
+            return out
+        x = _gather_parts(parts, shape, ws)
+        return self.dense_rows_by_member(x, wts, panels, segs, out, biases)
+
+
+NUMPY_PRODUCTS = Products("numpy", _numpy_dense_rows, _numpy_dense_rows_by_member)
+"""Products by NumPy alone: the reference engine's, and a kernel's when none is given."""
 
 
 HELPERS = {"np": np, "_ids": _ids, "_gather": _gather, "_gather_cat": _gather_cat}
@@ -337,7 +388,7 @@ numpy_elementwise("sigmoid", "_sigmoid({0}{out})", helpers={"_sigmoid": _sigmoid
 numpy_elementwise("gelu", "_gelu({0})", takes_out=False, helpers={"_gelu": _gelu})
 
 
-@numpy_rule("dense", helpers={"_dense_by_value": dense_by_value, "_dense_rows": dense_rows})
+@numpy_rule("dense", helpers={"_dense_by_value": dense_by_value})
 def _dense(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple[str, bool]:
     """``target = x @ W.T (+ b)``; the bias is added in place when the product already
     has the result's batched shape."""
@@ -366,10 +417,10 @@ def _dense(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple
                 f"_gdense_from({parts}, {shape!r}, {ws}, {weights}, _segs, "
                 f"{gen.buffer(e.ty)}, {biases})"
             )
-            gen.ns["_gdense_from"] = dense_from_by_member
+            gen.ns["_gdense_from"] = gen.products.dense_from_by_member
         else:
             code = f"_gdense_rows({x}, {weights}, _segs, {gen.buffer(e.ty)}, {biases})"
-            gen.ns["_gdense_rows"] = dense_rows_by_member
+            gen.ns["_gdense_rows"] = gen.products.dense_rows_by_member
         assert len(wts) == m
         if len(ops) == 2 or resident:
             return code, True
@@ -382,14 +433,15 @@ def _dense(gen: _KernelGen, e: OpCall, ops: list[Operand], target: str) -> tuple
         code = f"np.matmul({x}, {w}.T{gen.slot(e.ty) if xb else ''})"
     else:
         wt = gen.weight(e.args[1].name, transposed=True)
-        # rows [B, in] times a resident weight: the native kernel for few rows
-        # (acrobat.native, the weight's panels packed once), NumPy's matmul for more
+        # rows [B, in] times a resident weight: the products' kernel where it packs the
+        # weight (the native engine's, for few rows), NumPy's matmul otherwise
         panels = gen.panels(e.args[1].name) if xb and xr == 1 and gen.use_workspace else None
         fused = gen.fused_rows(e.args[0]) if panels is not None else None
         if fused is not None:  # the argument's rows read in place by the product
-            gen.ns["_dense_from"] = dense_from
+            gen.ns["_dense_from"] = gen.products.dense_from
             head = f"_dense_from({fused[0]}, {fused[1]!r}, {fused[2]}, "
         else:
+            gen.ns["_dense_rows"] = gen.products.dense_rows
             head = f"_dense_rows({x}, "
         if panels is None:
             code = f"np.matmul({x}, {wt}{gen.slot(e.ty) if xb else ''})"
@@ -609,8 +661,10 @@ class _KernelGen:
         per_instance: bool = False,
         groups: dict[str, tuple[str, ...]] | None = None,
         fuse: bool = True,
+        products: Products = NUMPY_PRODUCTS,
     ):
         self.f = f
+        self.products = products
         # twins' group kernel: each varying weight -> the weight every member reads there
         self.groups = groups
         self.members = len(next(iter(groups.values()))) if groups else 1
@@ -635,9 +689,8 @@ class _KernelGen:
         # those lines
         self.fusable: dict[str, tuple[tuple[str, ...], tuple[int, ...], str, list[int]]] = {}
         self.dropped: set[int] = set()
-        # elementwise chains go to the native fused kernel (when it is loaded)
-        mod = native.load() if self.use_workspace and fuse else None
-        self.rowprog = getattr(mod, "rowprog", None)
+        # elementwise chains as one call of the products' rowprog, where they have one
+        self.rowprog = products.rowprog if self.use_workspace and fuse else None
         self.chains = 0
 
     def name(self, var: str) -> str:
@@ -651,14 +704,12 @@ class _KernelGen:
         return key
 
     def panels(self, w: str) -> str | None:
-        """The name of weight ``w``'s panels for the native kernel (``acrobat.native.pack``
-        of its transpose, made once per kernel), or None when the native kernel is off
-        or cannot take this weight (then the product is NumPy's ``matmul``)."""
-        if native.load() is None:
-            return None
+        """The name of weight ``w``'s panels for the products' kernel (their ``pack`` of
+        its transpose, made once per kernel), or None when they take no panels or not
+        this weight's (then the product is NumPy's ``matmul``)."""
         key = ident("WP_", w)
         if key not in self.ns:
-            self.ns[key] = native.pack(self.ns[self.weight(w, transposed=True)])
+            self.ns[key] = self.products.pack(self.ns[self.weight(w, transposed=True)])
         return key if self.ns[key] is not None else None
 
     def variants(self, w: str) -> tuple[str, ...]:
@@ -926,7 +977,7 @@ class _KernelGen:
         ``(arena buffer, rows)`` pairs in place)."""
         return (
             self.use_workspace
-            and native.load() is not None
+            and self.products.reads_in_place
             and ty.dtype == "float32"
             and len(ty.shape) == 1
         )
@@ -1082,6 +1133,7 @@ def compile_numpy_kernel(
     reuse_workspace: bool = True,
     per_instance: bool = False,
     fuse: bool = True,
+    products: Products = NUMPY_PRODUCTS,
 ) -> NumpyKernel:
     """Generate and compile the batched NumPy function of one kernel. With
     ``reuse_workspace`` its results may live in buffers the next call overwrites (the
@@ -1095,7 +1147,7 @@ def compile_numpy_kernel(
     no ``B``, no ``out=``, no workspace (:data:`PER_INSTANCE_RULES` overrides the batched
     rules where one instance is cheaper another way). The kernel never writes over its
     arguments or its own results, which may be views of the weights (an embedding row)."""
-    gen = _KernelGen(f, weights, reuse_workspace, per_instance, fuse=fuse)
+    gen = _KernelGen(f, weights, reuse_workspace, per_instance, fuse=fuse, products=products)
     source = gen.generate()
     ns = gen.ns
     ns["_buf"] = workspace(gen.slots)
@@ -1108,6 +1160,7 @@ def compile_numpy_group(
     varying: dict[str, tuple[str, ...]],
     weights: dict[str, np.ndarray],
     fuse: bool = True,
+    products: Products = NUMPY_PRODUCTS,
 ) -> NumpyKernel | None:
     """The group kernel of twin kernels (:mod:`acrobat.codegen.twins`): ``fn(B, *args,
     out=views, _segs=segs)`` runs a batch of the members' nodes as one call, ``segs``
@@ -1118,7 +1171,7 @@ def compile_numpy_group(
     f = functions[0]
     name = "_".join(["group"] + [g.name for g in functions])
     f = dataclasses.replace(f, name=name)
-    gen = _KernelGen(f, weights, True, False, groups=varying, fuse=fuse)
+    gen = _KernelGen(f, weights, True, False, groups=varying, fuse=fuse, products=products)
     try:
         source = gen.generate()
     except NotGroupable:

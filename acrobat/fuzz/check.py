@@ -151,10 +151,13 @@ def _run_one(
 def _check_host_c(prog, instances, refs, where: str) -> Failure | None:
     """The compiled host program against the Python one: the acrobat policy's run with
     each (the C one built now) must give the reference's values and errors and the same
-    DFG (nodes and launches). Nothing to check for a program that stays Python."""
+    DFG (nodes and launches). Nothing to check for a program that stays Python, or on an
+    engine that runs no compiled host program (the reference engine)."""
     if prog.host_program.c_source is None:
         return None
     runtime = prepare(prog, "numpy")
+    if runtime.engine.host_c is None:
+        return None
     old = runtime.host_c_mode
     try:
         runtime.host_c_mode = "0"

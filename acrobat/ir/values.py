@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from acrobat import native
 from acrobat.errors import InstanceError
 from acrobat.ir.nodes import Module
 from acrobat.ir.types import AdtType, FuncType, ScalarType, TensorType, TupleType, Type, substitute
@@ -29,8 +28,8 @@ class AdtValue:
     """A constructed ADT value, e.g. ``AdtValue("Node", (left, right))``.
 
     Immutable, as the language's values are: its two slots are set once, when it is made
-    (assigning one raises ``AttributeError``). That lets the native maker
-    (:func:`acrobat.native.adt_maker`) leave the values it makes out of the cycle
+    (assigning one raises ``AttributeError``). That lets the native engine's maker
+    (``acrobat/native/values.c``) leave the values it makes out of the cycle
     collector's lists when their fields hold nothing it tracks (arrays, numbers, strings,
     and values so made), as CPython does with tuples: a run's output lists are then never
     walked by the collector (:mod:`acrobat.native`, ``adt.h``)."""
@@ -107,11 +106,8 @@ def values_equal(a: Any, b: Any, rtol: float = 0.0, atol: float = 0.0) -> bool:
 
 
 def from_list(items: Iterable[Any]) -> AdtValue:
-    """A Python sequence as a ``List`` value (``Cons(x0, Cons(x1, ... Nil()))``), made in
-    C by the native maker when it is on (~40 ns a cell against ~350 here)."""
-    maker = native.adt_maker(AdtValue)
-    if maker is not None:
-        return maker.list(items if isinstance(items, (list, tuple)) else list(items))
+    """A Python sequence as a ``List`` value (``Cons(x0, Cons(x1, ... Nil()))``). (A
+    runtime's engine may make them faster: ``Engine.maker.list``.)"""
     out = AdtValue("Nil")
     for x in reversed(list(items)):
         out = AdtValue("Cons", (x, out))
@@ -175,13 +171,14 @@ def _fits(m: Module, value: Any, ty: Type) -> bool:
     return _checker(m, ty)(value)
 
 
-def _checker(m: Module, ty: Type, many: bool = False):
-    """``fits(value) -> bool`` for values of ``ty``: what it needs (field tables, the native
-    maker, the leaf check) found once, for checking many values. ``many``: instead
-    ``fits_all(values: list) -> int``, the index of the first value that does not fit or
-    -1, in one native call; None (not offered) for other than ADT and tuple types or
-    without the native maker."""
-    if many and (type(ty) not in (AdtType, TupleType) or native.adt_maker(AdtValue) is None):
+def _checker(m: Module, ty: Type, many: bool = False, walk=None):
+    """``fits(value) -> bool`` for values of ``ty``: what it needs (field tables, the leaf
+    check) found once, for checking many values; ``walk``: a native walk of values
+    (``checks.fits`` of a runtime's engine) that does it in C, or None: Python. ``many``:
+    instead ``fits_all(values: list) -> int``, the index of the first value that does not
+    fit or -1, in one call of ``walk``; None (not offered) for other than ADT and tuple
+    types or without ``walk``."""
+    if many and (type(ty) not in (AdtType, TupleType) or walk is None):
         return None
     if type(ty) is TensorType:  # a leaf: _mismatch's test, its constants made once
         shape, dtype = ty.shape, np.dtype(ty.dtype)
@@ -189,10 +186,9 @@ def _checker(m: Module, ty: Type, many: bool = False):
     if type(ty) is ScalarType:
         return lambda value: _mismatch(m, value, ty) is None
     cache = _tables(m)
-    maker = native.adt_maker(AdtValue)
-    if maker is None:
+    if walk is None:
         return lambda value: _fits_python(m, value, ty, cache)
-    fits = maker.fits  # the same walk in C (acrobat/native/values.c): ~10x faster
+    fits = walk  # the same walk in C (acrobat/native/values.c): ~10x faster
 
     def tables(t):
         return _fields_table(m, t, cache)
@@ -300,7 +296,7 @@ def entry_args(m: Module, instance: Any, index: int | None = None) -> tuple[Any,
     return _entry_checker(m)(instance, index)
 
 
-def entry_args_all(m: Module, instances: list) -> list[tuple[Any, ...]]:
+def entry_args_all(m: Module, instances: list, checks=None) -> list[tuple[Any, ...]]:
     """:func:`entry_args` of every instance, in order (the first that does not fit raises,
     naming its index), with the checks' setup made once: 64 instances cost ~160 us one by
     one, most of it that setup. An entry of one ADT or tuple parameter checks them all in
@@ -308,28 +304,28 @@ def entry_args_all(m: Module, instances: list) -> list[tuple[Any, ...]]:
     ~40 us (timeit); an entry of tensor parameters, in one ``tensors_fit`` call (DRNN
     small b64's 64 pairs of arrays, 61 -> 3 us, timeit). Where one does not fit, or the
     native check cannot vouch for it, each is checked again as before, so the error is
-    the same."""
+    the same. ``checks``: a runtime engine's bulk checks (``fits``, ``tensors_fit``), or
+    None: each instance in Python."""
     params = m.main.params
-    if type(instances) is list and params:
+    if type(instances) is list and params and checks is not None:
         if all(type(p.ty) is TensorType for p in params):
-            mod = native.load()
-            fit = getattr(mod, "tensors_fit", None)
             specs = tuple((p.ty.shape, np.dtype(p.ty.dtype)) for p in params)
-            if fit is not None and fit(instances, specs, len(params) == 1) < 0:
+            if checks.tensors_fit(instances, specs, len(params) == 1) < 0:
                 return [(x,) for x in instances] if len(params) == 1 else list(instances)
         elif len(params) == 1:
-            fits_all = _checker(m, params[0].ty, many=True)
+            fits_all = _checker(m, params[0].ty, many=True, walk=checks.fits)
             if fits_all is not None and fits_all(instances) < 0:  # all fit: one native call
                 return [(x,) for x in instances]
-    check = _entry_checker(m)  # (a misfit: each checked again, the first one explained)
+    check = _entry_checker(m, checks)  # (a misfit: each checked again, the first explained)
     return [check(x, i) for i, x in enumerate(instances)]
 
 
-def _entry_checker(m: Module):
+def _entry_checker(m: Module, bulk=None):
     """``check(instance, index) -> arguments``: :func:`entry_args` with each parameter's
-    :func:`_checker` made once."""
+    :func:`_checker` made once (``bulk``: :func:`entry_args_all`'s ``checks``)."""
     params = m.main.params
-    checks = [(p, _checker(m, p.ty)) for p in params]
+    walk = bulk.fits if bulk is not None else None
+    checks = [(p, _checker(m, p.ty, walk=walk)) for p in params]
     if len(params) == 1:  # the instance is the argument (the common case: kept lean)
         ((p, fits),) = checks
 

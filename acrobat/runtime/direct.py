@@ -26,7 +26,7 @@ from acrobat.errors import AcrobatNameError, IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType, TupleType
 from acrobat.ir.values import entry_args_all
 from acrobat.runtime.fibers import HOST_FAILURES, host_failure
-from acrobat.runtime.values import adt_maker, converter
+from acrobat.runtime.values import converter
 from acrobat.trace import HostProgramGenerated, HostSpan, KernelCompiled, Trace
 
 DIRECT_BACKENDS = ("numpy", "null")  # backends whose kernels the direct strategy can call
@@ -95,6 +95,7 @@ class DirectRunner:
                 hint=f"use strategy='batched', or a backend of {DIRECT_BACKENDS}",
             )
         m = self.module = runtime.module
+        self.engine = runtime.engine
         self.kernel_map = runtime.kernel_map
         prog = runtime.direct_program or generate_direct(m)
         self.program = prog
@@ -143,8 +144,8 @@ class DirectRunner:
         self, instances: list, stats, trace: Trace, traced: bool, t0: float
     ) -> tuple[list, Trace]:
         m = self.module
-        checked = entry_args_all(m, instances)
-        make = adt_maker()
+        checked = entry_args_all(m, instances, self.engine.checks)
+        make = self.engine.maker
         entry, calls = self.make(*self.fns, np, make, make.items, make.list, self.weights)
         self.kept.clear()
         self.kept.update(self.weight_ids)

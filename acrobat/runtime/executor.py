@@ -18,7 +18,6 @@ import time
 
 import numpy as np
 
-from acrobat import native
 from acrobat.backends.base import Backend
 from acrobat.backends.tiling import take_rows
 from acrobat.codegen.numpy_kernels import block_start
@@ -33,8 +32,20 @@ from acrobat.runtime.schedule import Schedule
 class Executor:
     """Value storage (value id -> arena row) and batch execution for one program."""
 
-    def __init__(self, kernels, fns, pool: ArenaPool, backend: Backend, groups=()):
+    def __init__(
+        self,
+        kernels,
+        fns,
+        pool: ArenaPool,
+        backend: Backend,
+        groups=(),
+        flush=None,
+        new_int64s=None,
+    ):
         self.kernels = kernels  # KernelSpec list, index = kernel id
+        # the engine's native flush functions (acrobat.runtime.engines), or None: the
+        # Python loop of plan() and launch() runs every flush
+        self.new_int64s = new_int64s
         self.fns = fns
         self.pool = pool
         self.backend = backend
@@ -83,27 +94,20 @@ class Executor:
             )
             for fn, ins, outs in zip(fns, self.in_arenas, self.out_arenas)
         ]
-        # the flush bookkeeping in one native call (acrobat/native/plan.c), when built
-        self.native_plan = getattr(native.load(), "plan_rows", None)
+        host = backend.xp is np
+        # the flush bookkeeping in one native call (acrobat/native/plan.c)
+        self.native_plan = flush.plan_rows if flush is not None else None
         # fiber reads answered in one native call, on host arenas (float32/float64)
-        self.native_reads = (
-            getattr(native.load(), "read_answers", None) if backend.xp is np else None
-        )
+        self.native_reads = flush.read_answers if flush is not None and host else None
         # the outputs' lists of tensors read in one native call (flush.c read_rows)
-        self.native_rows = getattr(native.load(), "read_rows", None) if backend.xp is np else None
+        self.native_rows = flush.read_rows if flush is not None and host else None
         # a whole flush in one native call (flush.c run_flush): host arenas whose kernels
         # gather their own inputs and copy scattered rows (the NumPy backend); per DFG
         # kernel what it needs: (fn, outputs, arguments, a twin group's member count)
-        self.native_flush = (
-            getattr(native.load(), "run_flush", None) if self.counts_copies else None
-        )
+        self.native_flush = flush.run_flush if flush is not None and self.counts_copies else None
         # the acrobat policy's schedule and run_flush in one native call (flush.c
         # schedule_flush): the batches never Python objects
-        self.native_schedule_flush = (
-            getattr(native.load(), "schedule_flush", None)
-            if self.native_flush is not None
-            else None
-        )
+        self.native_schedule_flush = flush.schedule_flush if self.native_flush is not None else None
         self.flush_specs = (
             [
                 (
@@ -415,8 +419,8 @@ class Executor:
         failed = [None]
         try:
             if log is not None:
-                return fn(*head, native.new_int64s, failed, self.sync, log)
-            return fn(*head, native.new_int64s, failed, self.sync)
+                return fn(*head, self.new_int64s, failed, self.sync, log)
+            return fn(*head, self.new_int64s, failed, self.sync)
         except IndexOutOfRange as err:
             raise self.flush_error(failed, err) from None
 

@@ -15,23 +15,22 @@ DyNet's depth or agenda policies, and often much less (docs/paper.md §4). If it
 ever came out with more batches than the key buckets, the key buckets are kept: leveling
 never adds a launch.
 
-Cost: one pass over the nodes and edges in compiled code. Where acrobat's native module
-is available (:mod:`acrobat.native`) that is its ``list_schedule`` (``sched.c``: the same
-algorithm, reading the DFG's record arrays where they lie and returning the batches, so a
-pass costs a few microseconds besides its nodes); elsewhere :func:`_list_schedule` compiled
-by numba (once, cached on disk), or run as Python without numba, correct but slow. The
-three give the same schedule (tests/runtime/test_schedules.py). :func:`jit_ms` is the time
-compiling or loading numba's took in this process (0 where the native one runs).
+Cost: one pass over the nodes and edges in compiled code. The native engine's is the C
+core's ``list_schedule`` (``sched.c``: the same algorithm, reading the DFG's record arrays
+where they lie and returning the batches, so a pass costs a few microseconds besides its
+nodes; :func:`native_schedule` calls it); the reference engine's is :func:`_list_schedule`
+compiled by numba (once, cached on disk), or run as Python without numba, correct but
+slow. The three give the same schedule (tests/runtime/test_schedules.py). :func:`jit_ms`
+is the time compiling or loading numba's took in this process (0 where the native one
+runs).
 """
 
 from __future__ import annotations
 
-import functools
 import time
 
 import numpy as np
 
-from acrobat import native
 from acrobat.codegen.records import ARGS, KEY, OUT, STRIDE
 
 
@@ -323,18 +322,10 @@ def _schedule_fn():
     return _COMPILED
 
 
-@functools.cache
-def native_fn():
-    """The native module's ``list_schedule`` (``sched.c``), or None where the module is
-    off (then numba's :func:`_list_schedule` runs); looked up once."""
-    return getattr(native.load(), "list_schedule", None)
-
-
 def warm() -> None:
-    """Make the scheduler ready now: load the native module, or where it is off, compile
-    (or load from the disk cache) numba's."""
-    if native_fn() is None:
-        _schedule_fn()
+    """Make the Python scheduler ready now: compile (or load from the disk cache) numba's
+    (a runtime whose engine schedules natively never calls it)."""
+    _schedule_fn()
 
 
 def jit_ms() -> float:
@@ -396,15 +387,14 @@ def inputs(dfg):
     return flat, seg, _tables(dfg.kernels).table
 
 
-def native_schedule(dfg, batch):
-    """The schedule of ``dfg`` by the native scheduler, as ``batch(kernel, local rows,
-    level)`` tuples in launch order (the schedule :func:`level_schedule` gives); None where
-    the native module is off or declines the DFG (records that are not int64 C-contiguous
+def native_schedule(dfg, batch, native):
+    """The schedule of ``dfg`` by a native scheduler (``native``: an engine's flush, whose
+    ``list_schedule`` it calls with the engine's ``new_int64s``), as ``batch(kernel, local
+    rows, level)`` tuples in launch order (the schedule :func:`level_schedule` gives);
+    None where the scheduler declines the DFG (records that are not int64 C-contiguous
     rows of their kernel's width)."""
-    fn = native_fn()
-    if fn is None:
-        return None
-    return fn(dfg.records, _tables(dfg.kernels).table, KEY, OUT, STRIDE, batch, native.new_int64s)
+    fn, alloc = native
+    return fn(dfg.records, _tables(dfg.kernels).table, KEY, OUT, STRIDE, batch, alloc)
 
 
 def level_schedule(dfg):

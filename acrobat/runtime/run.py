@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from acrobat import native
 from acrobat.backends import get_backend
 from acrobat.codegen.host import LOOP_MESSAGE
 from acrobat.codegen.host_c import MODULE_PLACEHOLDER
@@ -37,6 +36,7 @@ from acrobat.runtime import flushlog
 from acrobat.runtime.arena import ArenaPool
 from acrobat.runtime.dfg import DFG
 from acrobat.runtime.direct import DirectRunner
+from acrobat.runtime.engines import Engine, choose
 from acrobat.runtime.executor import Executor
 from acrobat.runtime.fibers import HOST_FAILURES, Fiber, host_failure, run_fibers
 from acrobat.runtime.leveling import jit_ms as leveling_jit_ms
@@ -47,7 +47,6 @@ from acrobat.runtime.schedule import Schedule, builtin_acrobat, get_policy, lowe
 from acrobat.runtime.strategy import StrategyChooser
 from acrobat.runtime.threads import ThreadPlan, own_products
 from acrobat.runtime.values import (
-    adt_maker,
     array_bytes,
     from_handles_all,
     has_tensor,
@@ -181,6 +180,9 @@ class RunStats(Mapping):
             was not used (``"python (ACROBAT_HOST_C=0)"``, ``"python (the c run stopped:
             ...; the python program ran instead)"``, or ``"... ran from the start)"`` when
             a fiber run had executed a flush, ...). Empty for a direct run.
+        engine: the engine that ran, and why (:mod:`acrobat.runtime.engines`:
+            ``"native (auto: the native core is loaded)"``, ``"reference (asked for
+            (ACROBAT_ENGINE=reference))"``, ...).
     """
 
     gen_ms: float = 0.0
@@ -209,6 +211,7 @@ class RunStats(Mapping):
     jit_ms: float = 0.0
     native: str = ""
     host_code: str = ""
+    engine: str = ""
 
     def __getitem__(self, key: str) -> Any:
         if key not in _STAT_NAMES:
@@ -394,12 +397,18 @@ class Runtime:
     Holds no reference to the program itself (only to the parts a run reads), so the
     cache of :func:`prepare` lets a program go when its user drops it."""
 
-    def __init__(self, prog, backend_name: str):
+    def __init__(self, prog, backend_name: str, engine: str | None = None):
+        # the engine, chosen once for this runtime's life (acrobat.runtime.engines)
+        self.engine: Engine = choose(engine)
         self.module = m = prog.module
         self.params = prog.params
         self.inline_depth = prog.options.inline_depth
         self.leveling = prog.options.leveling
-        if self.leveling and self.inline_depth:
+        # the engine's native scheduler, for the schedules Python forms (other policies'
+        # passes, a "nodes" trace), or None: the Python (numba) one, compiled now
+        flush = self.engine.flush
+        self.native_scheduler = (flush.list_schedule, self.engine.new_int64s) if flush else None
+        if self.leveling and self.inline_depth and flush is None:
             warm_leveling()  # compile (or load) the scheduler now, not inside a run
         self.backend = get_backend(backend_name)
         self.host = prog.host_program
@@ -413,8 +422,11 @@ class Runtime:
         self.fns, self.sources = [], {}
         # elementwise chains as one native call: a NumPy-backend option (CompileOptions)
         fused = {}
-        if self.backend.name == "numpy":
-            fused = {"fused_elementwise": prog.options.fused_elementwise}
+        if self.backend.name == "numpy":  # (and the engine's products and chains)
+            fused = {
+                "fused_elementwise": prog.options.fused_elementwise,
+                "products": self.engine.products,
+            }
         for k in self.kernels:
             fn, src = self.backend.compile(k, prog.params, **fused)
             self.fns.append(fn)
@@ -435,7 +447,15 @@ class Runtime:
                 if made is not None:
                     self.sources["+".join(k.name for k in members)] = made[1]
                 groups.append((t.members, made[0] if made else None))
-        self.executor = Executor(self.kernels, self.fns, self.pool, self.backend, groups)
+        self.executor = Executor(
+            self.kernels,
+            self.fns,
+            self.pool,
+            self.backend,
+            groups,
+            flush=self.engine.flush,
+            new_int64s=self.engine.new_int64s,
+        )
         # twin groups' members, for the compiled fiber program's take_all to join their
         # records as Executor.join_twins does (None: no groups); a flush's empty records
         # per DFG kernel (the groups' after the program's)
@@ -447,9 +467,12 @@ class Runtime:
             r.flags.writeable = False
         self.level_table = kernel_table(self.executor.info)  # the native scheduler's table
         # BLAS threads per run (acrobat/runtime/threads.py); only host kernels call a BLAS
+        packable = self.engine.products.packable
         self.threads = ThreadPlan(
             active=self.backend.xp is np,
-            own=self.backend.name == "numpy" and own_products(k.function for k in self.kernels),
+            own=self.backend.name == "numpy"
+            and own_products((k.function for k in self.kernels), packable),
+            native=self.engine.threads,
         )
         ns: dict[str, Any] = {}
         exec(compile(self.host.source, "<host program>", "exec"), ns)  # generated by us
@@ -465,6 +488,8 @@ class Runtime:
         self.host_c_failed = False  # its build failed (the reason is in host_c_why)
         if self.host.c_source is None:
             self.host_c_why = "not emitted as C"
+        elif self.engine.host_c is None:
+            self.host_c_why = f"the {self.engine.name} engine runs no compiled host program"
         else:
             self.host_c_why = "not built yet"
         self.default_limit, self.limit_read_at = 0, -1e9
@@ -607,7 +632,7 @@ class Runtime:
         whose closures (mutually recursive host functions: reference cycles) would be
         made for nothing and left to the cycle collector (29 objects a DRNN run)."""
         if st.entry is None:
-            make = adt_maker()  # ADT values made in C when the native module is on
+            make = self.engine.maker  # ADT values (made in C by the native engine)
             st.entry, st.start, st.next_value = self.make(
                 *(lst.extend for lst in st.lists),
                 make,
@@ -622,7 +647,7 @@ class Runtime:
         the weights the host program uses as values; returns the entry arguments (tensors
         as value ids) and the first free value id."""
         m, ex = self.module, self.executor
-        checked = entry_args_all(m, instances)
+        checked = entry_args_all(m, instances, self.engine.checks)
         upload = [self.params[w] for w in self.host.weight_values]
         if self.tensor_entry:  # (checked: arrays of the parameters' shapes and dtypes)
             inputs = len(checked) * self.entry_bytes
@@ -678,7 +703,8 @@ class Runtime:
         # a list-of-tensors result's elements, taken now, while the host program's cells
         # are in cache (after the last flush's kernels the walk costs ~6x more)
         if self.tensor_output:
-            st.heads = list_heads(self.module, self.module.main.ret, [r[0] for r in raw])
+            m, maker = self.module, self.engine.maker
+            st.heads = list_heads(m, m.main.ret, [r[0] for r in raw], maker)
         return raw
 
     def _host_c_ready(self) -> None:
@@ -689,7 +715,8 @@ class Runtime:
         small programs of a test or an exploration never pay it). ``host_c_mode`` ("1" or
         "0"), when set, overrides the environment for this runtime. A failed build leaves
         the Python program for good, saying why in ``RunStats.host_code``."""
-        if self.host.c_source is None:
+        host_c = self.engine.host_c
+        if self.host.c_source is None or host_c is None:
             return
         if self.host_c is not None:
             if self.host_c_mode == "0":  # switched off after it was built
@@ -702,17 +729,13 @@ class Runtime:
         if self.host_c_failed:
             return
         src = self.host.c_source
-        if (
-            mode != "1"
-            and self.python_host_ms < HOST_C_AFTER_MS
-            and not native.extension_cached(src)
-        ):
+        if mode != "1" and self.python_host_ms < HOST_C_AFTER_MS and not host_c.cached(src):
             self.host_c_why = (
                 f"C build waits until the python program has run {HOST_C_AFTER_MS:.0f} ms"
             )
             return
         try:
-            self.host_c, ms = native.build_extension(src, MODULE_PLACEHOLDER)
+            self.host_c, ms = host_c.build(src, MODULE_PLACEHOLDER)
             self.host_c_ms += ms
         except (OSError, ImportError) as err:
             self.host_c_failed = True  # not retried: the Python program for good
@@ -774,7 +797,8 @@ class Runtime:
         widths = tuple(self.widths)
 
         # twins joined as the records are taken (then no Executor.join_twins a flush)
-        take = (native.new_int64s, widths) + ((self.twin_members,) if self.twin_members else ())
+        alloc = self.engine.new_int64s
+        take = (alloc, widths) + ((self.twin_members,) if self.twin_members else ())
         ff = self.fiber_flush(st, hs, take)
         if ff is not None:  # the common flush in C (native fiber_flush), no Python per flush
             flush, read_all = ff, ff.read_all
@@ -816,9 +840,9 @@ class Runtime:
         for their value ids, the memory bound under the limit, the native scheduler
         taking them) and hands the records to :meth:`flush_records` otherwise. Python per
         flush cost ~10 us in a StackRNN run (~100 flushes) with its caches cold."""
-        make = getattr(native.load(), "fiber_flush", None)
-        if make is None or not st.leveled_native:
+        if not st.leveled_native:  # (then the engine's flush is native)
             return None
+        make = self.engine.flush.fiber_flush
         ex = self.executor
         joined = bool(self.twin_members)
         limit = self.pool.limit
@@ -845,7 +869,7 @@ class Runtime:
             OUT,
             STRIDE,
             ex.flush_specs,
-            native.new_int64s,
+            self.engine.new_int64s,
             ex.sync,
             slow,
             ex.native_reads,
@@ -918,7 +942,9 @@ class Runtime:
             sched = None
             t3 = t2 + sched_s
         else:
-            sched = schedule(dfg, st.policy, self.inline_depth, self.leveling)
+            sched = schedule(
+                dfg, st.policy, self.inline_depth, self.leveling, self.native_scheduler
+            )
             launches = len(sched.batches)
             t3 = time.perf_counter()
             if not st.leveled_native:  # (else reserved and checked before it declined)
@@ -964,8 +990,9 @@ class Runtime:
         plan = self.threads
         stats.blas_threads = plan.end()
         stats.blas, stats.threads = plan.blas.name if plan.blas else "", plan.why
-        stats.jit_ms = leveling_jit_ms() + native.load_ms() + self.host_c_ms
-        stats.native = native.status()
+        stats.jit_ms = leveling_jit_ms() + self.engine.load_ms() + self.host_c_ms
+        stats.native = self.engine.status()
+        stats.engine = self.engine.describe()
 
     def outputs(self, raw: list, heads: list | None = None) -> list:
         """Each instance's result, its tensors read back as host arrays (``heads``:
@@ -973,7 +1000,8 @@ class Runtime:
         if not self.tensor_output:
             return [r[0] for r in raw]
         m = self.module
-        return from_handles_all(m, [r[0] for r in raw], m.main.ret, self.executor, heads)
+        values = [r[0] for r in raw]
+        return from_handles_all(m, values, m.main.ret, self.executor, heads, self.engine.maker)
 
     def finish(self, st: _RunState, n_instances: int) -> None:
         """Complete the statistics and, when tracing, the trace."""
@@ -1070,16 +1098,17 @@ def _node_events(trace, dfg: DFG, sched, node_name, offset: int, batches: int, m
 _PREPARED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def prepare(prog, backend: str = "numpy") -> Runtime:
-    """``prog`` prepared for ``backend``: made on first use, then reused by every
-    :func:`run` of the program on that backend, and dropped with the program."""
+def prepare(prog, backend: str = "numpy", engine: str | None = None) -> Runtime:
+    """``prog`` prepared for ``backend`` with ``engine`` ("native", "reference", or None:
+    :func:`acrobat.runtime.engines.choose` decides, once): made on first use, then reused
+    by every :func:`run` of the program that asks the same, and dropped with the program."""
     with borrowed():  # (two threads' first runs make one runtime)
         prepared = _PREPARED.get(prog)
         if prepared is None:
             prepared = _PREPARED[prog] = {}
-        runtime = prepared.get(backend)
+        runtime = prepared.get((backend, engine))
         if runtime is None:
-            runtime = prepared[backend] = Runtime(prog, backend)
+            runtime = prepared[(backend, engine)] = Runtime(prog, backend, engine)
         return runtime
 
 
@@ -1092,6 +1121,7 @@ def run(
     memory_limit: int | None = None,
     strategy: str = "auto",
     threads: int | None = None,
+    engine: str | None = None,
 ) -> RunResult:
     """Run ``instances`` of a compiled program batched; outputs equal ``acrobat.evaluate``.
 
@@ -1102,10 +1132,13 @@ def run(
     instance straight through, no batching); ``res.stats.strategy`` and ``.strategy_reason`` say which ran
     and why;
     ``threads``: BLAS threads for the NumPy kernels, ``None`` (default) for the automatic
-    policy of :mod:`acrobat.runtime.threads` (or ``ACROBAT_THREADS``), or a count to force.
+    policy of :mod:`acrobat.runtime.threads` (or ``ACROBAT_THREADS``), or a count to force;
+    ``engine``: "native" or "reference" (:mod:`acrobat.runtime.engines`; None: the
+    ``ACROBAT_ENGINE`` environment variable, else the native engine where its core loads),
+    chosen once per program, backend and ``engine``; ``res.stats.engine`` says which ran.
     """
     instances = list(instances)
-    runtime = prepare(prog, backend)
+    runtime = prepare(prog, backend, engine)
     try:
         return runtime.run(
             instances, policy, trace_level, memory_limit, strategy=strategy, threads=threads

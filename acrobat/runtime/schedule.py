@@ -153,12 +153,13 @@ def _buckets(keys: np.ndarray) -> list[tuple[int, np.ndarray]]:
     return [(v, order[a:b]) for v, a, b in zip(sk[starts].tolist(), starts, [*cuts, n])]
 
 
-def acrobat_schedule(dfg: DFG, level: bool = True) -> list[Batch]:
+def acrobat_schedule(dfg: DFG, level: bool = True, native=None) -> list[Batch]:
     """Buckets by inline depth key (phase-major), kernel by kernel; with ``level``, the
     pass is list-scheduled critical path first within each phase where that launches fewer
-    batches (:mod:`acrobat.runtime.leveling`)."""
+    batches (:mod:`acrobat.runtime.leveling`; ``native``: an engine's native scheduler,
+    ``(list_schedule, new_int64s)``, else the Python one)."""
     if level:
-        batches = native_schedule(dfg, Batch)
+        batches = native_schedule(dfg, Batch, native) if native is not None else None
         if batches is not None:
             return batches
         one = _one_key_each(dfg.records)
@@ -289,9 +290,11 @@ def lower_bound(dfg: DFG) -> int:
 
 
 @register_policy("acrobat", keyed_levels=True)
-def _acrobat(dfg: DFG, inline_depth: bool, leveling: bool = True) -> list[Batch]:
+def _acrobat(dfg: DFG, inline_depth: bool, leveling: bool = True, native=None) -> list[Batch]:
     """Buckets by (phase, inline depth, kernel): no traversal, the host computed the depths."""
-    return acrobat_schedule(dfg, leveling) if inline_depth else runtime_depth_schedule(dfg)
+    if inline_depth:
+        return acrobat_schedule(dfg, leveling, native)
+    return runtime_depth_schedule(dfg)
 
 
 @register_policy("dynet-depth")
@@ -317,10 +320,15 @@ builtin_acrobat = _acrobat
 name may run its leveled schedule natively (``Executor.run_leveled``), batch for batch."""
 
 
-def schedule(dfg: DFG, policy: str, inline_depth: bool = True, leveling: bool = True) -> Schedule:
+def schedule(
+    dfg: DFG, policy: str, inline_depth: bool = True, leveling: bool = True, native=None
+) -> Schedule:
     """Run the registered policy ``policy`` on ``dfg``: its batches in launch order.
 
-    ``leveling`` is ``CompileOptions.leveling``; only the ``acrobat`` policy reads it."""
-    if policy == "acrobat" and not leveling:
-        return Schedule(policy, _acrobat(dfg, inline_depth, leveling=False))
-    return Schedule(policy, get_policy(policy)(dfg, inline_depth))
+    ``leveling`` is ``CompileOptions.leveling``; only the ``acrobat`` policy reads it, and
+    ``native`` (a runtime engine's native scheduler, ``(list_schedule, new_int64s)``: the
+    same batches, sooner)."""
+    fn = get_policy(policy)
+    if fn is builtin_acrobat:
+        return Schedule(policy, _acrobat(dfg, inline_depth, leveling, native))
+    return Schedule(policy, fn(dfg, inline_depth))

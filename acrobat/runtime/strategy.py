@@ -13,9 +13,9 @@ instances' shapes and this machine, so ``auto`` measures instead of guessing.
   policy on the NumPy backend without a ``memory_limit``; otherwise it runs batched and
   says why: the other policies are ways of batching; ``memory_limit`` bounds the batched
   path's arenas; a traced run is there to show the batched execution (its batches,
-  launches and timeline), and tracing costs the batched path per launch, so traced
-  timings cannot say which strategy is faster. ``strategy="direct"`` runs direct at any
-  trace level.
+  launches and timeline: to time exactly what a trace shows, time traced runs, which take
+  the untraced path and cost little more, see :mod:`acrobat.runtime.flushlog`).
+  ``strategy="direct"`` runs direct at any trace level.
 * Runs are grouped by batch size (ranges 1, 2-3, 4-7, 8-15, ...); a run's cost is its
   time per kernel call (per DFG node: the same count for both strategies, so batches of
   different instances compare fairly). The program's first run of all is a warm-up

@@ -46,7 +46,6 @@ import time
 
 import numpy  # noqa: F401  (loads the BLAS, so that threadpoolctl finds it)
 
-from acrobat import native
 from acrobat.errors import AcrobatError
 from acrobat.ir.nodes import OpCall, ParamRef
 from acrobat.ir.ops import op_flops
@@ -316,11 +315,13 @@ class ThreadPlan:
     rows (512 x 512 to 1024 x 2560 weights) and beat it at fewer rows, where it runs
     without packing; see docs/architecture.md, "Small GEMMs", for the models."""
 
-    def __init__(self, active: bool = True, own: bool = False):
+    def __init__(self, active: bool = True, own: bool = False, native=None):
+        # the engine's native products' thread rule (set_threads), or None: none
+        self.native = native
         self.host = active  # the backend's kernels call the host BLAS
         self.blas = blas() if active else None
         self.active = active and bool(self.blas.libs)
-        self.own = own and self.active
+        self.own = own and self.active and native is not None
         self.found = self.used = 0
         self.why = ""
 
@@ -342,7 +343,7 @@ class ThreadPlan:
             taken = math.ceil(others - CORE_TAKEN) if others > CORE_TAKEN else 0
             self.used = max(1, ncpu - taken)
             kept = ""
-            if self.own and self.used < 2 <= ncpu and taken < ncpu and native.load() is not None:
+            if self.own and self.used < 2 <= ncpu and taken < ncpu:
                 # acrobat's own two threads lose no more than a piece to a helper that a
                 # busy core holds up (the caller takes it back): a core still free is used
                 kept = f"; the BLAS rule alone gives {self.used}: two kept, a core is free"
@@ -351,20 +352,22 @@ class ThreadPlan:
                 f"auto: {self.used} of {self.found} "
                 f"(others busy {others:.1f} of {cpus()} cores{kept})"
             )
-        if self.own and self.used >= 2 and native.load() is not None:
+        if self.own and self.used >= 2:
             b.set(1)
-            native.set_threads(self.used, own=True)
+            self.native.set_threads(self.used, own=True)
             self.why += "; products on acrobat's two native threads, the BLAS on one"
         else:
             b.set(self.used)
-            native.set_threads(self.used)  # which products its one-thread kernel takes
+            if self.native is not None:  # which products its one-thread kernel takes
+                self.native.set_threads(self.used)
 
     def end(self) -> int:
         """Restore the BLAS; returns the threads the run's products used (0: none
         controlled): the BLAS's, or two when they ran on the native kernel's threads."""
         if self.active:
             self.blas.set(self.found)
-            native.set_threads(self.found)
+            if self.native is not None:
+                self.native.set_threads(self.found)
             # close the load window here, so that the next run's begin() judges the time
             # since this run ended (when that is long enough) rather than this run too
             _OTHERS.estimate(cpus())
@@ -377,7 +380,7 @@ matrix products the native kernel cannot take are at most this share of its prod
 FLOPs per node: the BLAS runs those on one thread then."""
 
 
-def own_products(functions) -> bool:
+def own_products(functions, packable) -> bool:
     """Whether the products of kernel ``functions`` (IR) are nearly all ones the native
     kernel takes (``dense`` of a node's vector by a float32 weight of a multiple of 8
     rows): at most :data:`OTHER_PRODUCTS` of their FLOPs per node are other products
@@ -394,7 +397,7 @@ def own_products(functions) -> bool:
                 and isinstance(w, ParamRef)
                 and len(x.ty.shape) == 1
                 and x.ty.dtype == w.ty.dtype
-                and native.packable(w.ty.shape[::-1], w.ty.dtype)  # the kernel takes W^T
+                and packable(w.ty.shape[::-1], w.ty.dtype)  # the kernel takes W^T
             ):
                 taken += flops
             else:

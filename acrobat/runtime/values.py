@@ -16,34 +16,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from acrobat import native
 from acrobat.ir.nodes import Module
 from acrobat.ir.types import AdtType, TensorType, TupleType, Type, substitute
-from acrobat.ir.values import AdtValue, from_list, to_list
-
-
-class _PythonMaker:
-    """:func:`adt_maker` without the native module: the same calls, in Python."""
-
-    __slots__ = ()
-
-    def __call__(self, ctor, fields=()):
-        return AdtValue(ctor, fields)
-
-    list = staticmethod(from_list)
-    items = staticmethod(to_list)
-
-
-def adt_maker():
-    """What the host program and the output builders make ADT values with:
-    ``make(ctor, fields)`` (an :class:`AdtValue`), ``make.list(items)`` (``from_list``)
-    and ``make.items(value)`` (``to_list``) — built in C by the native module
-    (:func:`acrobat.native.adt_maker`, 2-4x faster than the Python class: BiRNN small
-    b64's host program makes ~10,000 values a run), else in Python."""
-    return native.adt_maker(AdtValue) or _PYTHON_MAKER
-
-
-_PYTHON_MAKER = _PythonMaker()
+from acrobat.ir.values import AdtValue
 
 
 class ValueStore(Protocol):
@@ -82,15 +57,17 @@ def from_handles(m: Module, value: Any, ty: Type, store: ValueStore):
 
 
 def from_handles_all(
-    m: Module, values: list, ty: Type, store: ValueStore, heads: list | None = None
+    m: Module, values: list, ty: Type, store: ValueStore, heads: list | None = None, maker=None
 ) -> list:
     """:func:`from_handles` of many results of one type, with one read of all their
     tensors: ``store.read_many(ids)`` when the store has it (the executor: one gather per
     arena), else ``store.read`` per id. The walk over each value is made once per
     (module, type) and reused (see :func:`_walker`). ``heads``: what :func:`list_heads`
-    gave for ``values`` (then the lists are not walked again)."""
+    gave for ``values`` (then the lists are not walked again); ``maker``: the engine's ADT
+    maker, whose C calls (``items``, ``relist``, ``lists``), where it has them, rebuild
+    lists of tensors without a walk in Python."""
     if heads is not None:
-        out = _lists_from_heads(heads, store)
+        out = _lists_from_heads(heads, store, maker)
         if out is not None:
             return out
     walk = _walker(m, ty)
@@ -98,7 +75,7 @@ def from_handles_all(
         return list(values)
     collect, build = walk
     if getattr(build, "list_of_tensors", False):
-        out = _lists_of_tensors(values, store)
+        out = _lists_of_tensors(values, store, maker)
         if out is not None:
             return out
     ids: list = []
@@ -110,14 +87,13 @@ def from_handles_all(
     return [build(v, nxt) for v in values]
 
 
-def _lists_of_tensors(values: list, store: ValueStore) -> list | None:
+def _lists_of_tensors(values: list, store: ValueStore, maker) -> list | None:
     """:func:`from_handles_all` of ``Cons``/``Nil`` lists of tensors in C (the native
     maker's ``items`` and ``relist``: BiRNN small b64's 1,289 output tensors, build 0.44
-    -> 0.08 ms), or None (nothing done) without the native module or for a value of
+    -> 0.08 ms), or None (nothing done) for a maker without them or for a value of
     another shape."""
-    maker = native.adt_maker(AdtValue)
     read_many = getattr(store, "read_many", None)
-    if maker is None or read_many is None:
+    if getattr(maker, "relist", None) is None or read_many is None:
         return None
     ids: list = []
     for v in values:
@@ -135,15 +111,17 @@ def _lists_of_tensors(values: list, store: ValueStore) -> list | None:
     return out
 
 
-def list_heads(m: Module, ty: Type, values: list) -> list | None:
+def list_heads(m: Module, ty: Type, values: list, maker=None) -> list | None:
     """Each value's elements when ``ty`` is a list of tensors (``Cons``/``Nil``, each
-    head a value id) and the native maker is on, else None. Meant for right after the
+    head a value id) and ``maker`` (the engine's) rebuilds lists in C, else None. Meant
+    for right after the
     host program made the values, while their cells are in cache: BiRNN small b64's 64
     lists of 1,289 heads took 0.05 ms there against 0.31 ms after the kernels had run
     (the cells are scattered objects; the walk is a chain of cache misses)."""
     walk = _walker(m, ty)
-    maker = native.adt_maker(AdtValue)
-    if walk is None or maker is None or not getattr(walk[1], "list_of_tensors", False):
+    if getattr(maker, "lists", None) is None:
+        return None
+    if walk is None or not getattr(walk[1], "list_of_tensors", False):
         return None
     items = maker.items
     try:
@@ -152,14 +130,13 @@ def list_heads(m: Module, ty: Type, values: list) -> list | None:
         return None
 
 
-def _lists_from_heads(heads: list, store: ValueStore) -> list | None:
+def _lists_from_heads(heads: list, store: ValueStore, maker) -> list | None:
     """:func:`from_handles_all` of lists of tensors whose heads :func:`list_heads` took:
     one read of every tensor (``store.read_heads``: the executor's, a native call on host
     arenas), then new lists made in C from the arrays (``maker.lists``, no walk of the old
-    cells). None without ``store.read_heads`` or the native maker."""
-    maker = native.adt_maker(AdtValue)
+    cells). None without ``store.read_heads`` or a maker with ``lists``."""
     read_heads = getattr(store, "read_heads", None)
-    if maker is None or read_heads is None:
+    if getattr(maker, "lists", None) is None or read_heads is None:
         return None
     return maker.lists(read_heads(heads), heads)
 
@@ -259,7 +236,7 @@ def _make_walker(m: Module, t: Type, memo: dict):
                     c(fields[i], ids)
 
     def build(v, nxt):
-        make = adt_maker()
+        make = AdtValue
         order = spine(v)
         if linear:  # children first: each node takes the one built before it
             done = None
@@ -311,7 +288,7 @@ def _linear_leaf_walker(kinds: dict[str, tuple[int | None, int | None]]):
         ids.extend(leaves)
 
     def build(v, nxt):
-        make = adt_maker()
+        make = AdtValue
         nodes = []
         add = nodes.append
         while True:
@@ -400,7 +377,7 @@ def converter(m: Module, ty: Type, leaf, memo: dict | None = None):
             for i in plans[node.ctor][0]:
                 push(node.fields[i])
         done = {}
-        make = adt_maker()
+        make = AdtValue
         for node in reversed(order):
             rec, subs = plans[node.ctor]
             if not (rec or subs):
@@ -435,7 +412,7 @@ def converter(m: Module, ty: Type, leaf, memo: dict | None = None):
                 break
             node = node.fields[i]
         new = None
-        make = adt_maker()
+        make = AdtValue
         for node in reversed(chain):
             i, subs = steps[node.ctor]
             if i < 0 and not subs:

@@ -22,7 +22,8 @@ import acrobat
 from acrobat import native
 from acrobat.ir.values import AdtValue, from_list, to_list, values_equal
 from acrobat.models import load
-from acrobat.runtime import values as rt_values
+from acrobat.runtime.engines import native as native_engine
+from acrobat.runtime.engines import reference
 
 needs_native = pytest.mark.skipif(
     native.load() is None, reason=f"native kernel unavailable here: {native.status()}"
@@ -177,24 +178,23 @@ def test_what_it_cannot_do_raises_type_error():
         mod.adt_maker(42)
 
 
-def test_runtime_maker_falls_back_to_python(monkeypatch):
-    monkeypatch.setattr(native, "adt_maker", lambda cls: None)
-    make = rt_values.adt_maker()
-    assert make is rt_values._PYTHON_MAKER
+def test_the_reference_engines_maker_is_python():
+    make = reference.PYTHON_MAKER
     v = make("Cons", [1, make("Nil")])
     assert type(v) is AdtValue and v.fields[0] == 1
     assert make.items(make.list([1, 2, 3])) == [1, 2, 3]
 
 
 @pytest.mark.parametrize("name", ["birnn", "treelstm", "stackrnn", "mvrnn"])
-def test_models_give_the_same_values_with_the_python_maker(monkeypatch, name):
+def test_models_give_the_same_values_with_the_python_maker(name):
     spec = load(name, "small")
     prog = acrobat.compile(spec.module, spec.params)
     xs = spec.instances(5, seed=3)
-    fast = acrobat.run(prog, xs, policy="acrobat", strategy="batched", trace_level="off")
-    monkeypatch.setattr(native, "adt_maker", lambda cls: None)
-    slow = acrobat.run(prog, xs, policy="acrobat", strategy="batched", trace_level="off")
-    assert values_equal(fast.outputs, slow.outputs)
+    run = dict(policy="acrobat", strategy="batched", trace_level="off")
+    fast = acrobat.run(prog, xs, engine="native", **run)
+    slow = acrobat.run(prog, xs, engine="reference", **run)
+    assert slow.stats.engine.startswith("reference")
+    assert values_equal(fast.outputs, slow.outputs, rtol=1e-5, atol=1e-6)
     assert values_equal(fast.outputs, [spec.reference(x) for x in xs], rtol=1e-4, atol=1e-5)
 
 
@@ -269,10 +269,13 @@ def test_the_c_check_of_a_list_of_values_finds_the_first_misfit(name):
     m = spec.module
     xs = list(spec.instances(6, seed=3))
     (p,) = m.main.params
-    fits_all = V._checker(m, p.ty, many=True)
-    assert V._checker(m, load("berxit", "small").module.main.params[0].ty, many=True) is None
+    checks = native_engine.make()[0].checks
+    fits_all = V._checker(m, p.ty, many=True, walk=checks.fits)
+    berxit = load("berxit", "small").module.main.params[0].ty
+    assert V._checker(m, berxit, many=True, walk=checks.fits) is None
+    assert V._checker(m, p.ty, many=True) is None  # no native walk given: none offered
     assert fits_all(xs) == -1 and fits_all([]) == -1
-    assert V.entry_args_all(m, xs) == [(x,) for x in xs]
+    assert V.entry_args_all(m, xs, checks) == [(x,) for x in xs]
     bad = _mutations(xs[2])
     for wrong in [*bad, 5, None]:
         mixed = xs[:2] + [wrong] + xs[3:] + [wrong]
@@ -285,10 +288,10 @@ def test_the_c_check_of_a_list_of_values_finds_the_first_misfit(name):
             one_by_one = [V.entry_args(m, v, i) for i, v in enumerate(mixed)]
         except acrobat.InstanceError as one_err:
             with pytest.raises(acrobat.InstanceError) as err:
-                V.entry_args_all(m, mixed)
+                V.entry_args_all(m, mixed, checks)
             assert str(err.value) == str(one_err) and err.value.index == one_err.index
         else:
-            assert V.entry_args_all(m, mixed) == one_by_one
+            assert V.entry_args_all(m, mixed, checks) == one_by_one
     with pytest.raises(TypeError, match="list of values"):
         native.adt_maker(AdtValue).fits(tuple(xs), p.ty, None, None, None, None, True)
 

@@ -16,6 +16,7 @@ import acrobat
 from acrobat import native
 from acrobat.ir import values as V
 from acrobat.models import load
+from acrobat.runtime.engines import native as native_engine
 
 needs_native = pytest.mark.skipif(
     native.load() is None, reason=f"native kernel unavailable here: {native.status()}"
@@ -81,7 +82,8 @@ def test_entry_args_all_answers_and_raises_as_one_check_per_instance(name):
     spec = load(name, "tiny")
     m = spec.module
     xs = list(spec.instances(4, seed=5))
-    assert V.entry_args_all(m, xs) == [V.entry_args(m, x, i) for i, x in enumerate(xs)]
+    checks = native_engine.make()[0].checks
+    assert V.entry_args_all(m, xs, checks) == [V.entry_args(m, x, i) for i, x in enumerate(xs)]
     tried = 0
     for wrong in _variants(xs[1])[1:]:
         mixed = [xs[0], wrong, xs[2], wrong]
@@ -89,10 +91,10 @@ def test_entry_args_all_answers_and_raises_as_one_check_per_instance(name):
             want = [V.entry_args(m, v, i) for i, v in enumerate(mixed)]
         except acrobat.InstanceError as one_err:
             with pytest.raises(acrobat.InstanceError) as err:
-                V.entry_args_all(m, mixed)
+                V.entry_args_all(m, mixed, checks)
             assert str(err.value) == str(one_err) and err.value.index == one_err.index == 1
         else:
-            got = V.entry_args_all(m, mixed)
+            got = V.entry_args_all(m, mixed, checks)
             assert len(got) == len(want) and all(g is w or g == w for g, w in zip(got, want))
         tried += 1
     assert tried >= 4

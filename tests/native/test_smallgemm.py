@@ -498,7 +498,9 @@ def test_twin_rows_read_in_place_equal_the_gathered_call(segs):
 
 @needs_native
 def test_dense_from_gathers_and_falls_back_when_the_kernel_does_not_take_it(monkeypatch):
-    from acrobat.codegen.numpy_kernels import dense_from, dense_from_by_member
+    from acrobat.runtime.engines.native import PRODUCTS
+
+    dense_from, dense_from_by_member = PRODUCTS.dense_from, PRODUCTS.dense_from_by_member
 
     arena = _arena(30, 64, 5)
     ra, rb = np.array([4, 9, 1, 22, 17]), np.array([0, 3, 29, 8, 8])

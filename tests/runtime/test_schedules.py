@@ -20,6 +20,7 @@ import acrobat
 from acrobat.codegen.records import ARGS, STRIDE
 from acrobat.runtime import leveling
 from acrobat.runtime.dfg import DFG, KernelInfo
+from acrobat.runtime.engines import native as native_engine
 from acrobat.runtime.schedule import Batch, Schedule, _one_key_each, lower_bound, schedule
 from acrobat.trace import BatchFormed, NodeRecorded, ScheduleFormed
 from tests.runtime.helpers import MODELS, POLICIES, batch, captured_schedules, program
@@ -346,8 +347,10 @@ def same_batches(a: list, b: list) -> bool:
     ]
 
 
+_NATIVE = native_engine.make()[0]
+NATIVE = (_NATIVE.flush.list_schedule, _NATIVE.new_int64s) if _NATIVE is not None else None
 needs_native_scheduler = pytest.mark.skipif(
-    leveling.native_fn() is None, reason=f"native module off: {acrobat.native.status()}"
+    NATIVE is None, reason=f"native module off: {acrobat.native.status()}"
 )
 
 
@@ -357,7 +360,7 @@ needs_native_scheduler = pytest.mark.skipif(
 def test_native_scheduler_equals_the_compiled_one(dfg):
     """sched.c's list_schedule gives numba's schedule, batch for batch (kernel, level,
     local rows), as Batch tuples of int64 row arrays."""
-    native = leveling.native_schedule(dfg, Batch)
+    native = leveling.native_schedule(dfg, Batch, NATIVE)
     assert native is not None
     assert same_batches(native, fallback_schedule(dfg))
     for b in native:
@@ -423,10 +426,10 @@ def random_dfg(rng: np.random.Generator, instances: int, spread: bool) -> DFG:
 def test_native_scheduler_equals_the_compiled_one_on_large_dfgs(seed):
     rng = np.random.default_rng(seed)
     dfg = random_dfg(rng, 64, spread=seed % 2 == 1)
-    native = leveling.native_schedule(dfg, Batch)
+    native = leveling.native_schedule(dfg, Batch, NATIVE)
     assert same_batches(native, fallback_schedule(dfg))
     check_schedule(dfg, Schedule("acrobat", native))
-    again = leveling.native_schedule(dfg, Batch)  # scratch reused: the same again
+    again = leveling.native_schedule(dfg, Batch, NATIVE)  # scratch reused: the same again
     assert same_batches(again, native)
 
 
@@ -441,10 +444,10 @@ def test_native_scheduler_declines_what_it_does_not_take():
     narrow = DFG(dfg.kernels, [r.astype(np.int32) for r in dfg.records])
     strided = DFG(dfg.kernels, [np.asfortranarray(r) if len(r) > 1 else r for r in dfg.records])
     for odd in (narrow, strided):
-        assert leveling.native_schedule(odd, Batch) is None
+        assert leveling.native_schedule(odd, Batch, NATIVE) is None
         assert same_batches(schedule(odd, "acrobat").batches, sched.batches)
     wide = DFG(dfg.kernels, [np.pad(r, ((0, 0), (0, 1))) for r in dfg.records])
-    assert leveling.native_schedule(wide, Batch) is None
+    assert leveling.native_schedule(wide, Batch, NATIVE) is None
 
 
 @settings(max_examples=100, deadline=None)

@@ -42,6 +42,7 @@ FIELDS = (
     "jit_ms",
     "native",
     "host_code",
+    "engine",
 )
 
 

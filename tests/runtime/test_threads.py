@@ -92,7 +92,7 @@ def test_own_threads_take_the_products_and_the_blas_runs_on_one(fake):
     blas, others = fake
     if native.load() is None:
         pytest.skip(f"native kernel unavailable here: {native.status()}")
-    plan = ThreadPlan(own=True)
+    plan = ThreadPlan(own=True, native=native)
     try:
         plan.begin(None)  # quiet: the products on the native kernel's two threads
         assert blas.lib.n == 1 and native.two_threads()
@@ -120,15 +120,20 @@ def test_own_threads_take_the_products_and_the_blas_runs_on_one(fake):
         native.set_threads(threads.blas().get() or 1)
 
 
+def own(prog) -> bool:
+    """Whether ``prog``'s products go to the native kernel's threads (its packable ones)."""
+    return threads.own_products((k.function for k in prog.kernels.values()), native.packable)
+
+
 def test_which_programs_give_their_products_to_own_threads():
     # dense by weights (the native kernel's) -> own; attention/matrix products -> BLAS
-    for model, own in [("treelstm", True), ("birnn", True), ("drnn", True)]:
-        assert threads.own_products(k.function for k in program(model).kernels.values()) is own
+    for model, want in [("treelstm", True), ("birnn", True), ("drnn", True)]:
+        assert own(program(model)) is want
     for model in ("berxit", "mvrnn"):
         spec = acrobat.models.load(model, size="tiny")
         prog = acrobat.compile(spec.module, spec.params)
-        assert not threads.own_products(k.function for k in prog.kernels.values()), model
-    assert not threads.own_products([])  # no products at all: nothing to give
+        assert not own(prog), model
+    assert not threads.own_products([], native.packable)  # no products at all: nothing to give
 
 
 def test_inactive_plan_switches_nothing(fake):

@@ -202,13 +202,15 @@ def test_list_heads_taken_early_rebuild_the_lists_as_the_walk_does():
     for v in values:
         h, nv = to_handles(m, v, lst, store, nv)
         handles.append(h)
-    heads = list_heads(m, lst, handles)
+    maker = acrobat.native.adt_maker(acrobat.AdtValue)
+    assert list_heads(m, lst, handles) is None  # no maker given: the walk decides
+    heads = list_heads(m, lst, handles, maker)
     if heads is None:  # no native module: nothing taken, the walk decides
-        assert acrobat.native.adt_maker(acrobat.AdtValue) is None
+        assert maker is None
     else:
         assert [len(h) for h in heads] == [0, 1, 4, 20000]
         assert heads[2] == acrobat.to_list(handles[2])
-    back = from_handles_all(m, handles, lst, store, heads)
+    back = from_handles_all(m, handles, lst, store, heads, maker)
     walked = from_handles_all(m, handles, lst, store)
     for b, w, v in zip(back, walked, values):
         assert acrobat.values_equal(b, v) and acrobat.values_equal(w, v)
