@@ -41,7 +41,6 @@ from acrobat.baselines.measure import load_fields, measure, row_fields
 from acrobat.baselines.reference import reference
 from acrobat.baselines.timing import checksum, timed
 from acrobat.ir.types import TensorType
-from acrobat.models import data
 from acrobat.runtime import threads as blas_threads
 from acrobat.runtime.run import prepare
 from acrobat.runtime.strategy import MIN_RUNS
@@ -52,12 +51,8 @@ DEFAULT_WARMUP = 2
 
 
 def bench_instances(spec, batch: int, seed: int) -> list:
-    """The inputs of a benchmark: the model's default data, except TreeLSTM and MV-RNN,
-    which use random binary trees of 10..60 leaves (the shape of the DyNet comparison)."""
-    if spec.name in ("treelstm", "mvrnn"):
-        rng = np.random.default_rng(seed)
-        return [data.random_tree(rng, spec.sizes["V"]) for _ in range(batch)]
-    return spec.instances(batch, seed)
+    """The inputs of a benchmark: ``spec.workload`` (the explorer runs the same)."""
+    return spec.workload(batch, seed)
 
 
 def executed_flops(prog, res) -> int:

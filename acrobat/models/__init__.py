@@ -24,6 +24,7 @@ from acrobat.frontend import parse
 from acrobat.ir.evaluate import evaluate
 from acrobat.ir.nodes import Module
 from acrobat.ir.values import entry_args, init_params
+from acrobat.models import data
 
 MODEL_NAMES = (
     "treelstm",
@@ -119,6 +120,15 @@ class ModelSpec:
         if n < 0:
             raise InstanceError(f"cannot make {n} instances", hint="n must be >= 0")
         return _module(self.name).instances(n, seed, self.sizes, self.decisions)
+
+    def workload(self, n: int, seed: int = 0) -> list[Any]:
+        """The benchmark's ``n`` inputs (``python -m acrobat.bench run`` and the explorer
+        both run these): the default data, except TreeLSTM and MV-RNN, which get random
+        binary trees of 10..60 leaves (the shape of the DyNet comparison)."""
+        if self.name in ("treelstm", "mvrnn"):
+            rng = np.random.default_rng(seed)
+            return [data.random_tree(rng, self.sizes["V"]) for _ in range(n)]
+        return self.instances(n, seed)
 
     def check(self, instances: list[Any]) -> None:
         """Raise :class:`InstanceError` naming the first instance that does not fit."""

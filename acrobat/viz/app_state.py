@@ -31,9 +31,7 @@ from acrobat.errors import (
     AcrobatError,
     BackendUnavailableError,
     MissingLoweringError,
-    UndeclaredSizeError,
 )
-from acrobat.frontend import parse
 from acrobat.trace import SessionSettings, Trace
 from acrobat.viz import runner
 from acrobat.viz.compare_view import (
@@ -58,6 +56,7 @@ MIN_DEFAULT_BATCH = 8  # ... halved down to this while one run is estimated over
 RUN_BUDGET_MS = 1000.0
 JOB_BUDGET_MS = 15_000.0  # timed repeats are cut so one request stays near this
 MAX_UPLOAD_MB = 32  # the largest trace file the explorer opens
+EDITED_NAME = "edited.py"  # what errors in an edited source call the file
 
 
 @dataclass(frozen=True)
@@ -150,6 +149,9 @@ class ExplorerState(param.Parameterized):
     progress = param.Integer(default=-1, bounds=(-1, 100), doc="output: percent done, -1: unknown")
     progress_text = param.String(default="", doc="output: what the work in flight is doing")
     notice = param.String(default="", doc="output: a note on the last run (cancelled, cut)")
+    reproduce = param.String(
+        default="", doc="output: the CLI commands that rerun the timed runs, one a line, or ''"
+    )
     origin = param.String(default="", doc="output: what the traces show (model run or file)")
     viewing = param.String(
         default="", doc="output: the file shown read-only (a trace without settings), or ''"
@@ -192,6 +194,7 @@ class ExplorerState(param.Parameterized):
         self._results: dict = {}
         self._estimates: dict = {}
         self._started = start
+        self._shown: dict = {}  # the run settings of the traces shown (see cancel())
         super().__init__(**params)
         self.load_model()
 
@@ -262,15 +265,30 @@ class ExplorerState(param.Parameterized):
                 self._leave_busy()
 
     def cancel(self) -> None:
-        """Stop the work in flight (between two runs) and drop queued work. What had finished
-        stays shown; the run in progress, if any, completes in the background unseen."""
+        """Stop the work in flight and drop queued work: a compiling child is killed within
+        ``compile_worker.POLL_S``, a run stops before the next one. What had finished stays
+        shown, and the sidebar goes back at once to the settings of the runs shown; the
+        progress line says "cancelling…" until the job has stopped."""
         with self._lock:
             tokens = list(self._tokens) + [getattr(self._local, "token", None)]
             for token in tokens:
                 if token is not None:
                     token.set()
         if self.busy:
-            self.param.update(notice="Cancelled: the views show what had finished.")
+            # the sidebar goes back to the settings of what the views show, at once
+            changed = {k: v for k, v in self._shown.items() if getattr(self, k) != v}
+            with self._quietly():
+                self.param.update(**changed)
+            self.param.update(
+                notice="Cancelled: the views show what had finished.",
+                progress_text="cancelling…",
+                progress=-1,
+            )
+
+    def _run_settings(self) -> dict:
+        """The settings a run reads (what ``cancel()`` puts back in the sidebar)."""
+        names = ("batch_size", "seed", "backend", "policy_a", "policy_b", "repeats")
+        return {name: getattr(self, name) for name in names}
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until no work is queued or running; ``True`` if idle, ``False`` when
@@ -294,6 +312,8 @@ class ExplorerState(param.Parameterized):
             raise runner.Cancelled()
 
     def _set_progress(self, percent: int, text: str, force: bool = True) -> None:
+        if self._stopping():
+            return  # "cancelling…" stays until the job ends
         now = time.monotonic()
         if force or now - self._last_progress > 0.1:  # at most ten updates a second
             self._last_progress = now
@@ -359,21 +379,26 @@ class ExplorerState(param.Parameterized):
         ``compile_trace``, or ``error``. Never raises, so the app stays up whatever the user
         typed. Earlier runs are cleared: they belong to the previous program. Returns success."""
         self._compiled = None
-        self.param.update(trace_a=None, trace_b=None, run_error="", origin="", timing=None)
+        self.param.update(
+            trace_a=None, trace_b=None, run_error="", origin="", timing=None, reproduce=""
+        )
         # one reading of what to compile: a setting that changes meanwhile (another thread)
         # cannot pair one model's source with another size's weights
         model, size, source = self.model, self.size, self.source
         try:
             with self._working():
                 self._set_progress(-1, f"compiling {model} ({size})")
+                # the size preset is the built-in source's; an edited one keeps its own sizes
+                # (and is not called by the model's file name)
+                edited = source != models.source(model)
                 job = CompileJob(
                     source=source,
-                    filename=f"{model}.py",
-                    sizes=models.sizes(model, size),
+                    filename=EDITED_NAME if edited else f"{model}.py",
+                    sizes={} if edited else models.sizes(model, size),
                     disabled=self.disabled,
                     model=model,
                     size=size,
-                    edited=source != models.source(model),
+                    edited=edited,
                 )
                 out = compile_isolated(job, self._stopping)
                 if out.error:
@@ -401,7 +426,7 @@ class ExplorerState(param.Parameterized):
     def _fail(self, message: str, line: int | None, col: int | None) -> None:
         # Outputs first, ``error`` last: viewers watching ``error`` see a consistent state.
         self.param.update(ir_text="", error_line=line, error_col=col, sizes_used={})
-        self.param.update(compile_trace=None, timings={}, timing=None)
+        self.param.update(compile_trace=None, timings={}, timing=None, reproduce="")
         self.error = message
 
     def _lower_default_batch(self) -> None:
@@ -411,7 +436,7 @@ class ExplorerState(param.Parameterized):
             return
         batch = DEFAULT_BATCH
         try:
-            instances = self._model_spec().instances(batch, self.seed)
+            instances = self._instances(batch)
             estimate = self._estimate(instances, self.policy_a)
             if estimate > RUN_BUDGET_MS:  # a first probe in a fresh process can pay one-time
                 self._estimates = {}  # costs (imports, thread pools): probe again, keep the less
@@ -444,9 +469,10 @@ class ExplorerState(param.Parameterized):
                 return False
             sides = tuple(s for s in "ab" if s in sides or self._trace(s) is None)
             policies = {"a": self.policy_a, "b": self.policy_b}
-            self.timing = None  # the times shown are of the settings shown, or none
+            # the times shown are of the settings shown, or none
+            self.param.update(timing=None, reproduce="")
             try:
-                instances = self._model_spec().instances(self.batch_size, self.seed)
+                instances = self._instances(self.batch_size)
                 measured = tuple(dict.fromkeys(policies.values()))
                 repeats, note = self._plan(instances, policies[sides[0]], len(measured), sides)
                 runs: dict[str, runner.Ran] = {}
@@ -467,6 +493,7 @@ class ExplorerState(param.Parameterized):
                     if policies[other[side]] == policies[side] and other[side] not in runs:
                         traces[f"trace_{other[side]}"] = runs[side].trace
                 self.param.update(run_error="", origin=self._describe(runs), **traces)
+                self._shown = self._run_settings()
                 configs = {
                     p: runner.run_stats(self._compiled, instances, p, self.backend)
                     for p in measured
@@ -486,7 +513,11 @@ class ExplorerState(param.Parameterized):
             medians = {
                 f"run_{side}_ms": timing.spreads[policies[side]].median for side in ("a", "b")
             }
-            self.param.update(timings=dict(self.timings, **medians), timing=timing)
+            self.param.update(
+                timings=dict(self.timings, **medians),
+                timing=timing,
+                reproduce=self._reproduce(measured, timing),
+            )
             for policy in measured:
                 side = "a" if policy == policies["a"] else "b"
                 row = compare_row(
@@ -502,6 +533,26 @@ class ExplorerState(param.Parameterized):
                     )
                 )
             return True
+
+    def _reproduce(self, policies: tuple[str, ...], timing: RunTiming) -> str:
+        """One ``python -m acrobat.bench run`` command per policy timed, or "" for an edited
+        source (the command line runs the built-in programs only)."""
+        if self.source != models.source(self.model):
+            return ""
+        return "\n".join(
+            runner.reproduce_command(
+                self.model,
+                self.size,
+                self.batch_size,
+                self.seed,
+                policy,
+                self.backend,
+                self.disabled,
+                timing.repeats,
+                timing.warmup,
+            )
+            for policy in policies
+        )
 
     def _trace(self, side: str) -> Trace | None:
         return self.trace_a if side == "a" else self.trace_b
@@ -672,7 +723,7 @@ class ExplorerState(param.Parameterized):
                 return False
             compiled = {self.disabled: self._compiled}
             try:
-                instances = self._model_spec().instances(self.batch_size, self.seed)
+                instances = self._instances(self.batch_size)
                 configs, labels = {}, {}
                 for policy, disabled in runs:
                     self._check()
@@ -796,6 +847,7 @@ class ExplorerState(param.Parameterized):
                 comparison=[compare_row(t) for t in bundle.runs if _finished(t)],
                 timings={},
                 timing=None,
+                reproduce="",
                 run_error="",
                 viewing="" if restored else name,
                 origin=f"{name} ({len(bundle.runs)} run(s); nothing was rerun)",
@@ -829,6 +881,15 @@ class ExplorerState(param.Parameterized):
     def _last_stats(self, name: str) -> dict:
         return self._results.get(name, {})
 
+    def _instances(self, n: int) -> list:
+        """``n`` inputs of the benchmark's workload (``ModelSpec.workload``, what
+        ``python -m acrobat.bench run`` runs), made at the sizes the program was compiled
+        at: an edited source keeps its own."""
+        spec = self._model_spec()
+        if any(spec.sizes.get(k, v) != v for k, v in self.sizes_used.items()):
+            spec = dataclasses.replace(spec, sizes={**spec.sizes, **self.sizes_used})
+        return spec.workload(n, self.seed)
+
     def _model_spec(self, model: str | None = None, size: str | None = None):
         """The model's spec (data, weights) at ``model`` and ``size`` (default: the page's)."""
         model, size = model or self.model, size or self.size
@@ -836,18 +897,6 @@ class ExplorerState(param.Parameterized):
         if spec is None or (spec.name, spec.size) != (model, size):
             spec = self._spec = runner.load_spec(model, size)
         return spec
-
-
-def _parse_with_declared_sizes(source: str, sizes: dict[str, int], filename: str):
-    """Parse with ``sizes``; if the (edited) program does not declare some of them, drop those
-    and parse again, so a user's edit that removes a size still compiles."""
-    try:
-        return parse(source, sizes=sizes, filename=filename), sizes
-    except UndeclaredSizeError as err:
-        kept = {name: value for name, value in sizes.items() if name not in err.names}
-        if kept == sizes:  # the error named nothing we passed: fall back to the defaults
-            kept = {}
-        return parse(source, sizes=kept or None, filename=filename), kept
 
 
 def _policy_of(trace: Trace | None) -> str | None:

@@ -63,10 +63,11 @@ def _vm_bytes() -> int:
 
 
 def _compile(job: CompileJob) -> CompileOutcome:
+    from acrobat.frontend import parse
     from acrobat.viz import runner
-    from acrobat.viz.app_state import _parse_with_declared_sizes
 
-    module, used = _parse_with_declared_sizes(job.source, job.sizes, job.filename)
+    module = parse(job.source, sizes=job.sizes or None, filename=job.filename)
+    used = dict(module.sizes) if job.edited else job.sizes  # an edit's own, as declared
     ir_text = module.pretty()
     weights = (
         runner.fresh_params(module) if job.edited else runner.load_spec(job.model, job.size).params
@@ -105,7 +106,7 @@ def _memory_text(memory_bytes: int) -> str:
 
 def _context():
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["acrobat.viz.compile_worker", "acrobat.viz.app_state"])
+    ctx.set_forkserver_preload(["acrobat.viz.compile_worker", "acrobat.viz.runner"])
     return ctx
 
 

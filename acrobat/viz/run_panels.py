@@ -142,6 +142,16 @@ def _shown_style(shown: bool) -> dict[str, str]:
     return {"visibility": "visible" if shown else "hidden"}
 
 
+def _reproduce_html(commands: str) -> str:
+    """The commands that rerun the timed runs from a shell (same nodes and launches)."""
+    if not commands:
+        return ""
+    return (
+        "<details><summary>Reproduce from the command line</summary>"
+        f"<pre class='reproduce-command'>{html.escape(commands)}</pre></details>"
+    )
+
+
 class StatusLine(pn.viewable.Viewer):
     """Above the tabs: what the views show, the measured times (median and IQR, and whether
     A and B differ beyond noise), progress with a Cancel button while working, and any run
@@ -204,10 +214,18 @@ class StatusLine(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
         self.alert = _message(state.param.run_error, "warning", "run-error")
+        self.reproduce = pn.pane.HTML(
+            pn.bind(_reproduce_html, state.param.reproduce),
+            visible=pn.bind(bool, state.param.reproduce),
+            css_classes=["reproduce"],
+            sizing_mode="stretch_width",
+            margin=(0, 10),
+        )
 
     def __panel__(self):
         return pn.Column(
             self.summary,
+            self.reproduce,
             self.working,
             self.viewing,
             self.notice,

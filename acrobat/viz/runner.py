@@ -6,6 +6,7 @@ what comes back to the views is traces. No GUI imports.
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -172,3 +173,25 @@ def load_spec(model: str, size: str):
 def fresh_params(module) -> dict:
     """Seeded weights for every ``Param`` of an edited program."""
     return acrobat.init_params(module, seed=0)
+
+
+def reproduce_command(
+    model: str,
+    size: str,
+    batch: int,
+    seed: int,
+    policy: str,
+    backend: str,
+    disabled: tuple[str, ...],
+    runs: int,
+    warmup: int,
+) -> str:
+    """The ``python -m acrobat.bench run`` command that runs what the explorer ran: the same
+    program, options, policy and workload (``ModelSpec.workload``), so the same nodes and
+    launches, and times taken the same way (``runs`` timed after ``warmup`` dropped)."""
+    words = ["python", "-m", "acrobat.bench", "run", "--model", model, "--size", size]
+    words += ["--batch", str(batch), "--seed", str(seed), "--policy", policy]
+    words += ["--backend", backend, "--runs", str(runs), "--warmup", str(warmup)]
+    if disabled:
+        words += ["--disable", *disabled]
+    return shlex.join(words)

@@ -90,7 +90,7 @@ def test_error_alert_shows_the_location_once_readable_and_wrapping(explorer):
     assert alert.visible
     text = alert.object
     assert text.count("2:14") == 0 and text.count("line 2, column 14") == 1
-    assert "treelstm.py: line 2, column 14" in text
+    assert "edited.py: line 2, column 14" in text  # not the model's file name
     assert '<pre class="error-message">AcrobatSyntaxError: not valid Python syntax' in text
     css = alert.stylesheets[0]
     assert "white-space: pre-wrap" in css and "monospace" in css
