@@ -60,6 +60,17 @@ EDITED_NAME = "edited.py"  # what errors in an edited source call the file
 
 
 @dataclass(frozen=True)
+class TimedRun:
+    """One of the timed runs, kept whole: its trace (batch level), its wall time, and which
+    it was (``index`` of ``count``, from 1): the Timeline draws the one nearest the median."""
+
+    trace: Trace
+    wall_ms: float
+    index: int
+    count: int
+
+
+@dataclass(frozen=True)
 class RunTiming:
     """One interleaved measurement of the policies shown (``acrobat.measure``).
 
@@ -79,6 +90,11 @@ class RunTiming:
     host_ms: dict = field(default_factory=dict)  # policy -> median DFG + scheduling ms
     exe_ms: dict = field(default_factory=dict)  # policy -> median execution ms
     strategies: dict = field(default_factory=dict)  # policy -> "batched" / "direct" (and why)
+    runs: dict = field(default_factory=dict)  # policy -> TimedRun nearest its median
+
+    def timed_run(self, policy: str):
+        """The timed run of ``policy`` nearest its median (a :class:`TimedRun`), or None."""
+        return self.runs.get(policy)
 
     @property
     def busy(self) -> bool:
@@ -628,7 +644,16 @@ class ExplorerState(param.Parameterized):
             if isinstance(stats, dict) and stats.get("strategy", "batched") != "batched":
                 why = stats.get("strategy_reason", "")
                 strategies[name] = f"{stats['strategy']}" + (f" ({why})" if why else "")
-        return RunTiming(spreads, repeats, warmup, str(m.load), note, others, host, exe, strategies)
+        runs = {}
+        for name, fn in configs.items():
+            walls = m.samples[name]["wall_ms"]
+            traces = getattr(fn, "traces", ())[m.warmup :]
+            if len(traces) == len(walls):
+                k = min(range(len(walls)), key=lambda i: abs(walls[i] - spreads[name].median))
+                runs[name] = TimedRun(traces[k], walls[k], k + 1, len(walls))
+        return RunTiming(
+            spreads, repeats, warmup, str(m.load), note, others, host, exe, strategies, runs
+        )
 
     def _record(self, *new: CompareRow) -> None:
         """Add rows to ``comparison`` (each replaces one of the same policy and options); rows

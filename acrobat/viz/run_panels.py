@@ -215,8 +215,9 @@ class StatusLine(pn.viewable.Viewer):
         )
         self.alert = _message(state.param.run_error, "warning", "run-error")
         self.reproduce = pn.pane.HTML(
+            # always visible (empty while there is no command): Panel 1.9 gives a pane first
+            # drawn inside a callback CDN stylesheet URLs, which an offline machine cannot load
             pn.bind(_reproduce_html, state.param.reproduce),
-            visible=pn.bind(bool, state.param.reproduce),
             css_classes=["reproduce"],
             sizing_mode="stretch_width",
             margin=(0, 10),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import acrobat
@@ -117,15 +117,30 @@ def run_program(compiled: Compiled, instances: list, policy: str, backend: str) 
     return Ran(policy, result.trace)
 
 
-def run_stats(compiled: Compiled, instances: list, policy: str, backend: str) -> Callable:
-    """A callable running ``instances`` once as a plain ``acrobat.run`` call does (its default
-    trace level: batches, no node records), returning the run's ``stats``: what
-    :func:`time_runs` times (the node-level runs the views draw are slower)."""
+@dataclass
+class PlainRuns:
+    """Calling it runs ``instances`` once as a plain ``acrobat.run`` call does (its default
+    trace level, batches: recorded on the untraced run's path) and returns the run's
+    ``stats``: what :func:`time_runs` times. Every run's trace is kept, in order, so the
+    Timeline can draw one of the timed runs themselves."""
 
-    def once() -> dict:
-        return acrobat.run(compiled.program, instances, policy=policy, backend=backend).stats
+    compiled: Compiled
+    instances: list
+    policy: str
+    backend: str
+    traces: list = field(default_factory=list)
 
-    return once
+    def __call__(self) -> dict:
+        result = acrobat.run(
+            self.compiled.program, self.instances, policy=self.policy, backend=self.backend
+        )
+        self.traces.append(result.trace)
+        return result.stats
+
+
+def run_stats(compiled: Compiled, instances: list, policy: str, backend: str) -> PlainRuns:
+    """The plain runs of ``instances`` under ``policy`` that :func:`time_runs` times."""
+    return PlainRuns(compiled, instances, policy, backend)
 
 
 def time_runs(

@@ -354,7 +354,8 @@ class TimelineView(LazyView):
         super().__init__(**params)
         self.plot = pn.pane.Bokeh(None, sizing_mode="stretch_width", css_classes=["timeline"])
         self.placeholder = pn.pane.HTML(NOT_RUN)
-        self.watch_state("trace_a", "trace_b")
+        self.caption = pn.pane.HTML("", css_classes=["timeline-runs"], margin=(0, 10))
+        self.watch_state("trace_a", "trace_b", "timing")
         self._refresh()
 
     @property
@@ -364,11 +365,21 @@ class TimelineView(LazyView):
         return self.plot.object
 
     def __panel__(self):
-        return pn.Column(self.placeholder, self.plot, sizing_mode="stretch_width")
+        return pn.Column(self.placeholder, self.caption, self.plot, sizing_mode="stretch_width")
 
     def _refresh(self, *_events) -> None:
-        traces = [t for t in (self.state.trace_a, self.state.trace_b) if t is not None]
+        state, traces, lines = self.state, [], []
+        for side, trace, policy in (
+            ("A", state.trace_a, state.policy_a),
+            ("B", state.trace_b, state.policy_b),
+        ):
+            if trace is None:
+                continue
+            timed = state.timing.timed_run(policy) if state.timing is not None else None
+            traces.append(timed.trace if timed is not None else trace)
+            lines.append(_timeline_caption(side, policy, timed, state.timing))
         self.placeholder.visible = not traces
+        self.caption.object = "<br>".join(lines)
         self.plot.object = timeline_pair(*traces) if traces else None
         if self.plot.object is not None:
             for side, fig in zip("AB", self.plot.object.children[:-1]):
@@ -384,6 +395,19 @@ class TimelineView(LazyView):
                 self.state.selected_batch = (side, batch)
 
         return tapped
+
+
+def _timeline_caption(side: str, policy: str, timed, timing) -> str:
+    """Which run a timeline draws: one of the timed runs (the one nearest the median), or,
+    until they are timed, the traced run the other views draw."""
+    who = f"<b>{side} · {html.escape(policy)}</b>"
+    if timed is None:
+        return f"{who}: the traced run (node records on); its times are not the timed ones"
+    s = timing.spread(policy)
+    return (
+        f"{who}: run {timed.index} of {timed.count} ({timed.wall_ms:.3g} ms), the timed run "
+        f"nearest the median {s.median:.3g} ms (IQR {s.q1:.3g}–{s.q3:.3g} ms)"
+    )
 
 
 class CompareView(LazyView):
