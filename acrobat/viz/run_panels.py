@@ -49,8 +49,9 @@ class RunSettings(pn.viewable.Viewer):
             css_classes=["batch-size"],
         )
         # Rerun when the slider is released, not at every step of a drag.
+        self._slider_batch = state.batch_size  # the batch the slider shows
         self.batch.param.watch(self._set_batch, "value_throttled")
-        state.param.watch(lambda e: setattr(self.batch, "value", e.new), "batch_size")
+        state.param.watch(self._show_batch, "batch_size")
         self.seed = pn.widgets.IntInput.from_param(
             state.param.seed, label="Seed", sizing_mode="stretch_width"
         )
@@ -108,7 +109,16 @@ class RunSettings(pn.viewable.Viewer):
         self.run_button.disabled = bool(event.new)
 
     def _set_batch(self, event: param.parameterized.Event) -> None:
+        self._slider_batch = event.new
         self.state.batch_size = event.new
+
+    def _show_batch(self, event: param.parameterized.Event) -> None:
+        """A batch set elsewhere (a file, a lowered default) moves the slider. One the slider
+        set is not sent back: keys pressed fast would have the browser's slider jump back to
+        an older value while the newest one runs."""
+        if event.new != self._slider_batch:
+            self._slider_batch = event.new
+            self.batch.value = event.new
 
     def __panel__(self):
         return pn.Column(
