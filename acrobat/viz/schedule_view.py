@@ -133,6 +133,7 @@ def schedule_figure(
         y_range=Range1d(LOG_FLOOR if log_y else 0, 1),
         y_axis_type="log" if log_y else "linear",
         tools="xpan,xwheel_zoom,tap,reset,save",
+        active_scroll="xwheel_zoom",  # the wheel zooms without picking the tool first
         toolbar_location="above",
     )
     fig.add_layout(Legend(location="top_left", label_text_font_size="10px"), "right")
@@ -178,6 +179,10 @@ def schedule_figure(
             text_align="right",
             text_color="#cf222e",
             text_font_size="11px",
+            # drawn over the bars, on a white box, so a tall bar cannot hide it
+            level="overlay",
+            background_fill_color="white",
+            background_fill_alpha=0.9,
             name="lower_bound_label",
         )
     )

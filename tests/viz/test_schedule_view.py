@@ -208,3 +208,16 @@ def test_log_scale_draws_bars_from_below_one_and_rebuilds(treelstm):
     assert set(_source(fig, "batches").data["bottom"]) == {fig.y_range.start}
     assert refresh_schedule_pair(pair, a, eager, log_y=True)
     assert not refresh_schedule_pair(pair, a, eager)  # linear wanted: the caller rebuilds
+
+
+def test_the_wheel_zooms_at_once_and_the_lower_bound_label_sits_over_the_bars(treelstm):
+    from bokeh.models import Label, WheelZoomTool
+
+    from acrobat.viz.schedule_view import kernel_colors, schedule_figure, schedule_model
+
+    trace = treelstm.runs["acrobat"]
+    fig = schedule_figure(schedule_model(trace), kernel_colors(trace))
+    assert isinstance(fig.toolbar.active_scroll, WheelZoomTool)
+    assert fig.toolbar.active_scroll.dimensions == "width"
+    label = fig.select_one({"name": "lower_bound_label", "type": Label})
+    assert label.level == "overlay" and label.background_fill_color is not None
