@@ -272,6 +272,7 @@ def timeline_model(trace: Trace) -> TimelineModel:
     for s, key in zip(slices, keys):
         size = s.args.get("batch size")
         moved = s.args.get("bytes gathered")
+        launch = s.args.get("batch")  # counted from 1; the schedule's batch numbers from 0
         # kernel time: the kernel steps, or a batch recorded without steps (older traces)
         counted = s.cat == "kernel" or (s.cat == "batch" and s.args["batch"] not in has_steps)
         rows.append(
@@ -286,7 +287,8 @@ def timeline_model(trace: Trace) -> TimelineModel:
                 moved,
                 "—" if size is None else str(size),
                 "—" if moved is None else f"{moved:,}",
-                str(s.args.get("batch", "—")),
+                "—" if launch is None else f"{launch - 1} (launch {launch})",
+                -1 if launch is None else launch - 1,
                 1 if counted else 0,
                 STEP_ALPHA.get(s.cat, 1.0),
             )
@@ -303,6 +305,7 @@ def timeline_model(trace: Trace) -> TimelineModel:
         "size_text",
         "bytes_text",
         "batch_text",
+        "batch",
         "kernel_time",
         "alpha",
     )
@@ -418,17 +421,15 @@ def timeline_batch_at(fig, x: float, y: float) -> int | None:
     """The run-wide batch number of the batch (or gather / kernel / scatter step) drawn at
     data point ``(x, y)`` of a timeline figure (a click), or ``None`` on anything else. The
     number is the schedule's (bar ``i`` of the schedule view is batch ``i``); the timeline
-    labels launches from 1, so launch ``n`` is batch ``n - 1``."""
+    hover shows both (``"3 (launch 4)"``)."""
     lanes = list(fig.y_range.factors)  # bottom to top: factor k spans y in [k, k + 1)
     if not 0 <= y < len(lanes):
         return None
     lane = lanes[int(y)]
     data = fig.select_one({"name": "bars"}).data_source.data
-    for at, start, end, batch in zip(
-        data["lane"], data["start_ms"], data["end_ms"], data["batch_text"]
-    ):
-        if at == lane and start <= x <= end and batch.isdigit():
-            return int(batch) - 1
+    for at, start, end, batch in zip(data["lane"], data["start_ms"], data["end_ms"], data["batch"]):
+        if at == lane and start <= x <= end and batch >= 0:
+            return batch
     return None
 
 

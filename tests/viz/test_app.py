@@ -343,7 +343,8 @@ def test_a_timeline_click_selects_the_batch_for_the_dfg_and_schedule(explorer):
     x = (data["start_ms"][row] + data["end_ms"][row]) / 2
     y = lanes.index(data["lane"][row]) + 0.5
     explorer.timeline._tapped("B", fig)(SimpleNamespace(x=x, y=y))
-    batch = int(data["batch_text"][row]) - 1  # the timeline counts launches from 1
+    batch = data["batch"][row]  # the schedule's number (its hover: "3 (launch 4)")
+    assert data["batch_text"][row] == f"{batch} (launch {batch + 1})"
     assert state.selected_batch == ("B", batch)
     formed = [b for b in state.trace_b.of(BatchFormed)]
     assert formed[batch].kernel == data["kernel"][row]  # the schedule's batch number
