@@ -264,10 +264,8 @@ class StatusLine(pn.viewable.Viewer):
             p = _digits([x for s in spreads for x in (s.median, s.q1, s.q3)])
             for policy in policies:
                 s = timing.spreads[policy]
-                parts.append(
-                    f"{html.escape(policy)} {s.median:.{p}g} ms "
-                    f"(IQR {s.q1:.{p}g}–{s.q3:.{p}g}, n={s.n})"
-                )
+                spread = f"IQR {_ms(s.q1, p)}–{_ms(s.q3, p)}, n={s.n}" if s.n > 1 else "one run"
+                parts.append(f"{html.escape(policy)} {_ms(s.median, p)} ms ({spread})")
             if len(policies) == 2:
                 parts.append(f"<i>{html.escape(timing.verdict_text(*policies))}</i>")
             elif timing.busy:
@@ -277,6 +275,13 @@ class StatusLine(pn.viewable.Viewer):
             if timing.note:
                 parts.append(html.escape(timing.note))
         return " · ".join(parts)
+
+
+def _ms(value: float, digits: int) -> str:
+    """``value`` to ``digits`` significant digits, never in exponent form (Berxit's
+    "1.51e+04 ms" reads "15,100 ms")."""
+    rounded = float(f"{value:.{digits}g}")
+    return f"{rounded:,.0f}" if abs(rounded) >= 10 ** (digits - 1) else f"{rounded:g}"
 
 
 def _digits(values: list[float]) -> int:

@@ -42,8 +42,12 @@ def _timed(page) -> str:
 
 def _spreads(text: str) -> dict[str, tuple[float, float, float]]:
     """Each policy's (median, IQR low, IQR high) as the status line shows them."""
-    pat = r"(acrobat|dynet-depth|dynet-agenda|eager) ([\d.]+) ms \(IQR ([\d.]+)–([\d.]+)"
-    return {m[0]: (float(m[1]), float(m[2]), float(m[3])) for m in re.findall(pat, text)}
+    pat = r"(acrobat|dynet-depth|dynet-agenda|eager) ([\d.,]+) ms \(IQR ([\d.,]+)–([\d.,]+)"
+
+    def number(shown: str) -> float:  # "1,230" past a thousand
+        return float(shown.replace(",", ""))
+
+    return {m[0]: tuple(map(number, m[1:])) for m in re.findall(pat, text)}
 
 
 def test_two_policies_on_the_same_schedule_get_a_verdict_their_spreads_support(explorer, page):

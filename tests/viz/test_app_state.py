@@ -481,3 +481,15 @@ def test_the_status_line_shows_digits_enough_for_its_verdict():
     # well-separated numbers keep three digits
     timing.spreads["dynet-depth"] = Spread(52.4, 51.0, 53.0, 50.9, 54.0, 5)
     assert "IQR 29.1–31," in StatusLine._summary("mvrnn", {}, "", timing)
+
+
+def test_the_status_line_writes_long_times_plainly_and_one_run_without_a_spread():
+    """Seen: "berxit 1.51e+04 ms (IQR 1.51e+04–1.51e+04, n=1)"."""
+    from acrobat.baselines.measure import Spread
+    from acrobat.viz.app_state import RunTiming
+    from acrobat.viz.run_panels import StatusLine
+
+    one = Spread(15_100.4, 15_100.4, 15_100.4, 15_100.4, 15_100.4, 1)
+    timing = RunTiming(spreads={"acrobat": one}, repeats=1, warmup=0)
+    text = StatusLine._summary("berxit", {}, "", timing)
+    assert "acrobat 15,100 ms (one run)" in text and "e+" not in text
