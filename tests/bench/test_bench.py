@@ -293,7 +293,10 @@ def test_auto_explores_before_the_timed_runs():
     m = acrobat.measure({"run": case.fn}, repeats=3, warmup=0, metrics=case.metrics)
     row = case.row(m, "run")
     assert row["settle_runs"] == 2 * MIN_RUNS  # the traced run was the chooser's warm-up
-    assert row["strategy_runs"] in ("batched 3", "direct 3")
+    # the timed runs run its choice, but for the one doubt re-run the rule allows (when the
+    # winner's runs since the choice cost 5% more than the loser's: a loaded machine)
+    counts = sorted(int(part.rsplit(" ", 1)[1]) for part in row["strategy_runs"].split(", "))
+    assert counts in ([3], [1, 2]), row["strategy_runs"]
     other = acrobat_case("treelstm", "tiny", 4, "dynet-depth")
     m = acrobat.measure({"run": other.fn}, repeats=1, warmup=0, metrics=other.metrics)
     assert other.row(m, "run")["settle_runs"] == 0

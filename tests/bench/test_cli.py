@@ -106,6 +106,25 @@ def test_eta_is_the_pace_so_far_or_the_time_limit():
     assert re.match(r"1 programs, 0:0\d elapsed, ETA (1:00:00|59:\d\d)$", log.getvalue().strip())
 
 
+def _read_all(fd: int) -> str:
+    """Everything written to a pty's other end, now closed: the kernel hands it over in
+    chunks, some later than the writes (a loaded machine), so read until it says no more."""
+    import os
+    import select
+
+    out = b""
+    while select.select([fd], [], [], 5.0)[0]:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # EIO: the other end is closed and everything was read
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(fd)
+    return out.decode()
+
+
 def test_progress_on_a_terminal_is_a_tqdm_bar():
     import fcntl
     import os
@@ -119,6 +138,5 @@ def test_progress_on_a_terminal_is_a_tqdm_bar():
         assert bar.bar is not None  # tqdm, redrawn in place
         bar.update(1, "treelstm")
         bar.close(3)
-    frames = os.read(main_fd, 65536).decode()
-    os.close(main_fd)
+    frames = _read_all(main_fd)
     assert "\r" in frames and "3/3" in frames
