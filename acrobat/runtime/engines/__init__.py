@@ -21,6 +21,7 @@ imports :mod:`acrobat.native` (``tests/test_layering.py``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -94,7 +95,7 @@ def choose(engine: str | None = None) -> Engine:
         return reference.make(f"asked for ({source})", *core)
     made, off = native.make()
     if made is not None:
-        return made if asked == "auto" else native.make(f"asked for ({source})")[0]
+        return made if asked == "auto" else dataclasses.replace(made, why=f"asked for ({source})")
     if asked == "native":
         raise EngineUnavailable(
             f"the native engine cannot run here: {off}",
