@@ -16,6 +16,15 @@ DAG of the call graph). A depth above ``L`` can only be produced by going around
 recursion cycle, so it is widened to TOP. Depths only grow (all joins are max), over
 the lattice ``{0, ..., L, TOP}`` of height ``L + 2``, so the iteration terminates.
 
+Height ``L + 2`` can be huge: on a doubling chain ``f_i(x) = f_{i-1}(f_{i-1}(x))`` ``L`` is
+``2**n``, and ``f_0``'s parameter, joined with its own result through ``f_1``'s second call,
+climbs one level per round towards it (16 functions took 200,000 evaluations). So widening is
+also delayed (Cousot's widening after ``k`` steps): a function's parameters or result that
+grew in more than ``GROWTH_LIMIT`` evaluations jump to TOP in the fields that grow again. TOP
+is always a safe answer (the step stays dynamic); a value with no cycle behind it grows once
+per change of what it reads, far fewer times (no depth of any model, nor of 300 generated
+programs, changed when this was introduced).
+
 A step whose run depth is an int can be *hoisted*: every execution of it, in every
 instance, has its operands ready by that level, so all of them batch in that bucket
 (leaf embeddings of every tree, the input projections of an RNN). Dynamic code then
@@ -54,6 +63,9 @@ from acrobat.ir.traversal import pattern_vars, walk
 from acrobat.ir.types import TupleType
 
 TOP = None
+GROWTH_LIMIT = 32
+"""Evaluations in which one function's parameters (or its result) may grow before the
+fields growing again are widened to TOP (module doc)."""
 
 
 def join(a, b):
@@ -110,6 +122,7 @@ class DepthResult:
 
     sites: dict[tuple[str, str], int | None]
     cap: int
+    evaluations: int = 0  # function bodies interpreted to reach the fixed point
 
     @property
     def static_sites(self) -> dict[tuple[str, str], int]:
@@ -163,6 +176,8 @@ def static_depths(m: Module, step: Callable[[Expr, Module], bool] = is_kernel_st
     order = {f.name: i for i, f in enumerate(m.functions)}
     rank = {name: r for r, scc in enumerate(call_graph(m).sccs) for name in scc}
     callers: dict[str, set[str]] = {}  # who read each function's return so far
+    growths: dict[tuple, int] = {}  # (function, "params" | "return", field...) -> count
+    evaluations = 0
     heap = [(rank.get(f.name, -1), order[f.name], f.name) for f in m.functions if not f.is_kernel]
     heapq.heapify(heap)
     queued = {name for _, _, name in heap}
@@ -171,12 +186,15 @@ def static_depths(m: Module, step: Callable[[Expr, Module], bool] = is_kernel_st
         queued.discard(name)
         f = m.function_map[name]
         interp = _Interp(m, name, cap, step, params, returns, sites, free)
+        evaluations += 1
         env = {p.name: d for p, d in zip(f.params, params[name])}
         ret = interp.value(f.body, env)
         for callee in interp.called:
             callers.setdefault(callee, set()).add(name)
+        for callee, before in interp.grown.items():
+            params[callee] = _grow(before, params[callee], growths, (callee, "params"))
         again = set(interp.grown)  # callees whose parameters grew
-        new = _widen(join(returns[name], ret), cap)
+        new = _grow(returns[name], _widen(join(returns[name], ret), cap), growths, (name, "return"))
         if new != returns[name]:
             returns[name] = new
             again |= callers.get(name, set())
@@ -184,7 +202,18 @@ def static_depths(m: Module, step: Callable[[Expr, Module], bool] = is_kernel_st
             if g not in queued:
                 queued.add(g)
                 heapq.heappush(heap, (rank.get(g, -1), order[g], g))
-    return DepthResult({k: flat(v) for k, v in sites.items()}, cap)
+    return DepthResult({k: flat(v) for k, v in sites.items()}, cap, evaluations)
+
+
+def _grow(old, new, growths: dict, key: tuple):
+    """``new`` (``old`` or above it), with TOP in each field that has now grown in more
+    than ``GROWTH_LIMIT`` evaluations (delayed widening); ``key`` names the value."""
+    if type(old) is type(new) and isinstance(old, (list, tuple)):
+        return type(old)(_grow(o, n, growths, (*key, i)) for i, (o, n) in enumerate(zip(old, new)))
+    if new == old:
+        return new
+    count = growths[key] = growths.get(key, 0) + 1
+    return new if count <= GROWTH_LIMIT else TOP
 
 
 def _bottom(ty):
@@ -205,14 +234,14 @@ class _Interp:
         self.params, self.returns, self.sites = params, returns, sites
         self.free = free  # step-free functions (step_free)
         self.called: set[str] = set()  # functions whose return this evaluation read
-        self.grown: set[str] = set()  # functions whose parameters it made grow
+        self.grown: dict[str, list] = {}  # functions whose parameters it made grow: from what
 
     def call(self, callee: str, args: list) -> object:
         old = self.params[callee]
         new = [_widen(join(o, a), self.cap) for o, a in zip(old, args)]
         if new != old:
             self.params[callee] = new
-            self.grown.add(callee)
+            self.grown.setdefault(callee, old)
         self.called.add(callee)
         ret = self.returns[callee]
         if callee in self.free:

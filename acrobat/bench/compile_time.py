@@ -17,7 +17,7 @@ from collections.abc import Callable
 DEFAULT_LIMIT_S = 5.0
 SIZES = {
     "chain": (25, 50, 100, 200),
-    "doubling": (4, 8, 12),
+    "doubling": (4, 8, 12, 16, 20),
     "statements": (250, 500, 1000, 20_000),
 }
 
