@@ -3,12 +3,15 @@
 ``build_app`` only composes the viewers of :mod:`acrobat.viz.explorer` into a template; all
 logic lives there. BootstrapTemplate loads nothing from the internet (FastListTemplate would
 fetch web fonts). ``main`` serves one fresh page per browser session through Panel's
-programmatic server, at ``/explorer`` as ``panel serve apps/explorer.py`` does.
+programmatic server, at ``/explorer`` as ``panel serve apps/explorer.py`` does, until Ctrl-C or
+SIGTERM: either stops the server's loop, the server closes, and the process exits, taking any
+compile child with it (``acrobat.viz.compile_worker``).
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 
 import panel as pn
 
@@ -53,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Serve the explorer until interrupted (Ctrl-C)."""
+    """Serve the explorer until interrupted (Ctrl-C or SIGTERM)."""
     args = _parser().parse_args(argv)
     local = [
         f"{host}:{args.port}" for host in dict.fromkeys([args.address, "localhost", "127.0.0.1"])
@@ -73,10 +76,16 @@ def main(argv: list[str] | None = None) -> int:
         unused_session_lifetime_milliseconds=SESSION_CHECK_MS,
     )
     print(f"acrobat explorer at http://{args.address}:{server.port}/explorer", flush=True)
+    # SIGTERM (a service manager, a container stop) ends the loop as Ctrl-C does, so the
+    # server closes and multiprocessing's exit handler kills a compile still running.
+    loop = server.io_loop.asyncio_loop
+    loop.add_signal_handler(signal.SIGTERM, server.io_loop.stop)
     try:
         server.io_loop.start()
     except KeyboardInterrupt:
         pass
     finally:
+        loop.remove_signal_handler(signal.SIGTERM)
         server.stop()
+    print("acrobat explorer stopped", flush=True)
     return 0
