@@ -16,7 +16,7 @@ from acrobat import (
     models,  # the model zoo: acrobat.models.load(...)
 )
 from acrobat.backends import BackendInfo
-from acrobat.baselines.measure import Measurement, Spread, Verdict, measure
+from acrobat.baselines.measure import Measurement, Spread, Verdict, measure, spread
 from acrobat.compiler import CompiledProgram, KernelSpec, compile
 from acrobat.errors import (
     AcrobatError,
@@ -76,6 +76,7 @@ __all__ = [
     "from_list",
     "init_params",
     "measure",
+    "spread",
     "parse",
     "policies",
     "run",

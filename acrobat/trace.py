@@ -245,6 +245,30 @@ class SessionSettings(Event):
     disabled: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class ConfigurationTimed(Event):
+    """The timed runs of one configuration (a policy, with ``options`` the optimizations it
+    ran with) in one interleaved measurement of the explorer: every timed run's wall time,
+    the medians of its host and kernel time, and its run's counts. A saved session carries
+    them, so it reopens with its medians, spreads and verdicts (nothing is rerun)."""
+
+    policy: str
+    options: str
+    wall_ms: tuple[float, ...]
+    host_ms: float = 0.0
+    exe_ms: float = 0.0
+    launches: int = 0
+    mean_batch: float = 0.0
+    lower_bound: int = 0
+    nodes: int = 0
+    strategy: str = ""  # "" when batched, else how it ran instead and why
+    measurement: int = 0  # which measurement timed it: configurations of one are comparable
+    warmup: int = 0  # dropped runs before the timed ones
+    others_busy: float = 0.0  # share of the CPUs other processes used meanwhile
+    load: str = ""
+    note: str = ""  # why fewer runs than asked, or ""
+
+
 class _Deferred:
     """A part of a trace whose events are made when the trace is first read."""
 
@@ -379,13 +403,13 @@ class Slice:
 def split_runs(trace: Trace) -> tuple[list[Event], list[list[Event]]]:
     """The compile events before the first run (``PassApplied``, ``TaintComputed``,
     ``StageTaint``) and each
-    run's events (a run ends at its ``RunSummary``). ``SessionSettings`` belongs to neither:
-    it describes the page that saved the file."""
+    run's events (a run ends at its ``RunSummary``). ``SessionSettings`` and
+    ``ConfigurationTimed`` belong to neither: they describe the page that saved the file."""
     compile_events: list[Event] = []
     runs: list[list[Event]] = []
     open_run: list[Event] | None = None
     for event in trace.events:
-        if isinstance(event, SessionSettings):
+        if isinstance(event, (SessionSettings, ConfigurationTimed)):
             continue
         if open_run is None and isinstance(event, (PassApplied, TaintComputed, StageTaint)):
             compile_events.append(event)

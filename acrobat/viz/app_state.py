@@ -7,8 +7,9 @@ directly and assert on the outputs (``ir_text``, ``error``, ``compile_trace``, `
 
 Timings follow ``acrobat.measure``: after the traced runs the views draw, the policies run as a
 plain ``acrobat.run`` call runs them (no node records), interleaved, ``WARMUP`` dropped rounds
-then ``repeats`` timed ones; every time shown (status line, compare table, charts) is a median with its spread from that one measurement
-(:class:`RunTiming`). With ``background=True`` (the app) the work runs on one worker thread
+then ``repeats`` timed ones. Every time shown (status line, Compare and Ablate rows, Timeline)
+is a median with its spread from one record of the timed runs (``record``, a
+:class:`~acrobat.viz.timing_record.TimingRecord`). With ``background=True`` (the app) the work runs on one worker thread
 per store, so the server keeps answering: ``busy``, ``progress`` and ``progress_text`` say what
 it is doing, :meth:`ExplorerState.cancel` stops it between runs, and a new request supersedes
 the work in flight (the newest setting wins).
@@ -22,7 +23,6 @@ import queue
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 import param
 
@@ -32,18 +32,12 @@ from acrobat.errors import (
     BackendUnavailableError,
     MissingLoweringError,
 )
-from acrobat.trace import SessionSettings, Trace
+from acrobat.trace import ConfigurationTimed, SessionSettings, Trace
 from acrobat.viz import runner
-from acrobat.viz.compare_view import (
-    BUSY_SHARE,
-    CompareRow,
-    compare_row,
-    compare_row_from_stats,
-    options_label,
-    verdict_text,
-)
+from acrobat.viz.compare_view import CompareRow, compare_row, options_label
 from acrobat.viz.compile_worker import CompileJob, CompileStopped, compile_isolated
 from acrobat.viz.ir_view import pipeline_stages
+from acrobat.viz.timing_record import RunTiming, TimedRun, TimingRecord
 from acrobat.viz.trace_bundle import dumps, join_traces, loads, split_trace
 
 _log = logging.getLogger("acrobat.explorer")
@@ -57,66 +51,6 @@ RUN_BUDGET_MS = 1000.0
 JOB_BUDGET_MS = 15_000.0  # timed repeats are cut so one request stays near this
 MAX_UPLOAD_MB = 32  # the largest trace file the explorer opens
 EDITED_NAME = "edited.py"  # what errors in an edited source call the file
-
-
-@dataclass(frozen=True)
-class TimedRun:
-    """One of the timed runs, kept whole: its trace (batch level), its wall time, and which
-    it was (``index`` of ``count``, from 1): the Timeline draws the one nearest the median."""
-
-    trace: Trace
-    wall_ms: float
-    index: int
-    count: int
-
-
-@dataclass(frozen=True)
-class RunTiming:
-    """One interleaved measurement of the policies shown (``acrobat.measure``).
-
-    Attributes:
-        spreads: wall-clock spread (ms) of each measured policy, in the order measured.
-        repeats, warmup: timed and dropped rounds of every policy.
-        load: the machine's load while measuring (one line).
-        note: why fewer rounds than asked ran (a long run), or "".
-    """
-
-    spreads: dict = field(default_factory=dict)  # policy -> acrobat.Spread
-    repeats: int = 0
-    warmup: int = 0
-    load: str = ""
-    note: str = ""
-    others_busy: float = 0.0  # share of all CPUs other processes used while timing
-    host_ms: dict = field(default_factory=dict)  # policy -> median DFG + scheduling ms
-    exe_ms: dict = field(default_factory=dict)  # policy -> median execution ms
-    strategies: dict = field(default_factory=dict)  # policy -> "batched" / "direct" (and why)
-    runs: dict = field(default_factory=dict)  # policy -> TimedRun nearest its median
-
-    def timed_run(self, policy: str):
-        """The timed run of ``policy`` nearest its median (a :class:`TimedRun`), or None."""
-        return self.runs.get(policy)
-
-    @property
-    def busy(self) -> bool:
-        """Whether other processes used more than ``BUSY_SHARE`` of the CPUs meanwhile."""
-        return self.others_busy > BUSY_SHARE
-
-    def spread(self, policy: str):
-        """The spread of ``policy``'s wall time, or ``None`` if it was not measured."""
-        return self.spreads.get(policy)
-
-    def verdict_text(self, a: str, b: str) -> str:
-        """ "within noise" when the spreads overlap (or too few runs to tell), else which
-        policy is faster and by how much."""
-        sa, sb = self.spread(a), self.spread(b)
-        if sa is None or sb is None or a == b:
-            return ""
-        if self.busy:
-            return (
-                f"no winner called: other processes used {self.others_busy:.0%} of the CPUs "
-                "while timing"
-            )
-        return verdict_text(sa, sb, a, b)
 
 
 class ExplorerState(param.Parameterized):
@@ -158,7 +92,13 @@ class ExplorerState(param.Parameterized):
     run_error = param.String(default="", doc='output: why the last run failed, "" if it ran')
     timings = param.Dict(default={}, doc="output: compile_ms, run_a_ms, run_b_ms (medians)")
     timing = param.ClassSelector(
-        class_=RunTiming, default=None, doc="output: the last interleaved measurement"
+        class_=RunTiming, default=None, doc="output: the record's times of policy A and B"
+    )
+    record = param.ClassSelector(
+        class_=TimingRecord,
+        default=TimingRecord(),
+        instantiate=False,
+        doc="output: every configuration timed on this workload (all times shown are its)",
     )
     comparison = param.List(default=[], item_type=CompareRow, doc="output: rows of runs so far")
     busy = param.Boolean(default=False, doc="output: True while compiling or running")
@@ -201,7 +141,7 @@ class ExplorerState(param.Parameterized):
         self._spec = None
         self._quiet = 0
         self._busy = 0
-        self._workload: tuple = ()
+        self._measured = 0  # measurements so far (an entry says which one timed it)
         self._lock = threading.RLock()
         self._tokens: list[threading.Event] = []  # one per queued or running job
         self._local = threading.local()  # the token of the job this thread runs
@@ -514,7 +454,8 @@ class ExplorerState(param.Parameterized):
                     p: runner.run_stats(self._compiled, instances, p, self.backend)
                     for p in measured
                 }
-                timing = self._time(configs, repeats, note)
+                options = options_label(self.disabled)
+                self._time(configs, {p: (p, options) for p in measured}, repeats, note)
             except runner.Cancelled:
                 self.param.update(timing=None)
                 return False
@@ -526,28 +467,7 @@ class ExplorerState(param.Parameterized):
                 self.param.update(**{f"trace_{side}": None for side in sides}, timing=None)
                 self.run_error = f"internal error while running (please report): {err!r}"
                 return False
-            medians = {
-                f"run_{side}_ms": timing.spreads[policies[side]].median for side in ("a", "b")
-            }
-            self.param.update(
-                timings=dict(self.timings, **medians),
-                timing=timing,
-                reproduce=self._reproduce(measured, timing),
-            )
-            for policy in measured:
-                side = "a" if policy == policies["a"] else "b"
-                row = compare_row(
-                    self._trace(side),
-                    options_label(self.disabled),
-                    timing.spreads[policy],
-                    timing.others_busy,
-                )
-                # times from the timed runs, like the latency; counts from the traced one
-                self._record(
-                    dataclasses.replace(
-                        row, host_ms=timing.host_ms[policy], exe_ms=timing.exe_ms[policy]
-                    )
-                )
+            self.reproduce = self._reproduce(measured, self.timing)
             return True
 
     def _reproduce(self, policies: tuple[str, ...], timing: RunTiming) -> str:
@@ -613,8 +533,9 @@ class ExplorerState(param.Parameterized):
             }
         return self._estimates[key]
 
-    def _time(self, configs: dict, repeats: int, note: str) -> RunTiming:
-        """Time ``configs`` interleaved with progress and cancellation between runs."""
+    def _time(self, configs: dict, labels: dict, repeats: int, note: str) -> None:
+        """Time ``configs`` interleaved, with progress and cancellation between runs, and
+        put each in the record as ``labels[name]`` (its policy and options label)."""
         started = time.monotonic()
         names = ", ".join(configs)
 
@@ -630,45 +551,72 @@ class ExplorerState(param.Parameterized):
         warmup = WARMUP if repeats > 1 or not note else 0
         m = runner.time_runs(configs, repeats, warmup, on_run)
         self._results = dict(m.results)  # each configuration's last stats
-        spreads = {name: m.spread(name) for name in configs}
         others = m.load.other_busy if m.load.other_busy == m.load.other_busy else 0.0
-
-        def median(name: str, *metrics: str) -> float:
-            have = [k for k in metrics if k in m.samples[name]]
-            return sum(m.spread(name, k).median for k in have)
-
-        host = {n: median(n, "gen_ms", "sched_ms") for n in configs}
-        exe = {n: median(n, "exe_ms") for n in configs}
-        strategies = {}
-        for name, stats in self._results.items():
-            if isinstance(stats, dict) and stats.get("strategy", "batched") != "batched":
-                why = stats.get("strategy_reason", "")
-                strategies[name] = f"{stats['strategy']}" + (f" ({why})" if why else "")
-        runs = {}
+        self._measured += 1
+        timed, runs = [], {}
         for name, fn in configs.items():
+            policy, options = labels[name]
             walls = m.samples[name]["wall_ms"]
+            timed.append(self._entry(m, name, policy, options, others, note))
             traces = getattr(fn, "traces", ())[m.warmup :]
             if len(traces) == len(walls):
-                k = min(range(len(walls)), key=lambda i: abs(walls[i] - spreads[name].median))
-                runs[name] = TimedRun(traces[k], walls[k], k + 1, len(walls))
-        return RunTiming(
-            spreads, repeats, warmup, str(m.load), note, others, host, exe, strategies, runs
+                middle = m.spread(name).median
+                k = min(range(len(walls)), key=lambda i: abs(walls[i] - middle))
+                runs[(policy, options)] = TimedRun(traces[k], walls[k], k + 1, len(walls))
+        self._put_record(self.record.updated(self._workload_now(), timed, runs))
+
+    def _entry(self, m, name: str, policy: str, options: str, others: float, note: str):
+        """The record's entry of configuration ``name`` of measurement ``m``."""
+        stats = self._results.get(name)
+        stats = stats if isinstance(stats, dict) else {}
+
+        def median(*metrics: str) -> float:
+            return sum(m.spread(name, k).median for k in metrics if k in m.samples[name])
+
+        strategy = ""
+        if stats.get("strategy", "batched") != "batched":
+            why = stats.get("strategy_reason", "")
+            strategy = f"{stats['strategy']}" + (f" ({why})" if why else "")
+        return ConfigurationTimed(
+            policy=policy,
+            options=options,
+            wall_ms=tuple(m.samples[name]["wall_ms"]),
+            host_ms=median("gen_ms", "sched_ms"),
+            exe_ms=median("exe_ms"),
+            launches=int(stats.get("launches", 0)),
+            mean_batch=float(stats.get("mean_batch", 0.0)),
+            lower_bound=int(stats.get("lower_bound", 0)),
+            nodes=int(stats.get("nodes", 0)),
+            strategy=strategy,
+            measurement=self._measured,
+            warmup=m.warmup,
+            others_busy=others,
+            load=str(m.load),
+            note=note,
         )
 
-    def _record(self, *new: CompareRow) -> None:
-        """Add rows to ``comparison`` (each replaces one of the same policy and options); rows
-        of another workload (model, size, batch, seed, backend or source) are dropped first."""
-        workload = (self.model, self.size, self.batch_size, self.seed, self.backend, self.source)
-        rows = [] if workload != self._workload else list(self.comparison)
-        self._workload = workload
-        for row in new:
-            rows = [r for r in rows if (r.policy, r.options) != (row.policy, row.options)]
-            rows.append(row)
-        self.comparison = rows
+    def _workload_now(self) -> tuple:
+        """What the timed runs run on: entries of another workload are dropped."""
+        return (self.model, self.size, self.batch_size, self.seed, self.backend, self.source)
+
+    def _put_record(self, record: TimingRecord) -> None:
+        """Set the record and what every screen reads from it: the Compare rows, and the
+        timing of policy A and B at the options shown (status line, Timeline)."""
+        timing = record.timing((self.policy_a, self.policy_b), options_label(self.disabled))
+        medians = {}
+        if timing is not None:
+            medians = {
+                f"run_{side}_ms": timing.spreads[policy].median
+                for side, policy in (("a", self.policy_a), ("b", self.policy_b))
+            }
+        compile_ms = {k: v for k, v in self.timings.items() if k == "compile_ms"}
+        self.param.update(
+            record=record, comparison=record.rows(), timing=timing, timings=compile_ms | medians
+        )
 
     def clear_comparison(self) -> None:
-        """Forget every row of the Compare tab."""
-        self.comparison = []
+        """Forget every timed configuration: the Compare tab's rows and the status line's."""
+        self._put_record(TimingRecord())
 
     def _describe(self, runs: dict | None = None) -> str:
         edited = " (edited)" if self.source != models.source(self.model) else ""
@@ -736,13 +684,17 @@ class ExplorerState(param.Parameterized):
     def compare_options(self) -> bool:
         """Time policy A with every optimization on, then with each one off alone (an
         ablation), interleaved in one measurement; each adds a row to ``comparison``. The
-        settings and views stay as they are."""
-        switches = self.param.optimizations.objects
-        return self._compare([(self.policy_a, ())] + [(self.policy_a, (n,)) for n in switches])
+        settings and views stay as they are. Policy A and B at the options shown are timed
+        in it too: the record keeps one entry per configuration, so the status line shows
+        this measurement's times of them, and a verdict between two of one measurement."""
+        a, switches = self.policy_a, self.param.optimizations.objects
+        runs = [(a, ())] + [(a, (n,)) for n in switches]
+        runs += [(a, self.disabled), (self.policy_b, self.disabled)]
+        return self._compare(list(dict.fromkeys(runs)))
 
     def _compare(self, runs: list[tuple[str, tuple[str, ...]]]) -> bool:
         """Compile each (policy, disabled optimizations) aside from the shown runs, then time
-        them all interleaved; one row each (its launches from its last timed run)."""
+        them all interleaved into the record (one entry each)."""
         with self._working():
             if self._compiled is None and not self.compile():
                 return False
@@ -763,27 +715,12 @@ class ExplorerState(param.Parameterized):
                     )
                     labels[name] = (policy, options_label(disabled))
                 repeats, note = self._plan(instances, runs[0][0], len(configs))
-                timing = self._time(configs, repeats, note)
+                self._time(configs, labels, repeats, note)
             except runner.Cancelled:
                 return False
             except AcrobatError as err:
                 self.run_error = self._run_failure(err, "the comparison could not run")
                 return False
-            self._record(
-                *(
-                    dataclasses.replace(
-                        compare_row_from_stats(
-                            self._last_stats(name),
-                            labels[name][1],
-                            timing.spreads[name],
-                            timing.others_busy,
-                        ),
-                        host_ms=timing.host_ms[name],
-                        exe_ms=timing.exe_ms[name],
-                    )
-                    for name in configs
-                )
-            )
             return True
 
     # --- sharing -------------------------------------------------------------------------------
@@ -812,10 +749,11 @@ class ExplorerState(param.Parameterized):
         )
 
     def session_trace(self) -> Trace:
-        """The page's settings, the compile trace, then policy A's and policy B's runs, as one
-        trace."""
-        settings = Trace([self.settings_event()]) if not self.viewing else None
-        return join_traces(settings, self.compile_trace, self.trace_a, self.trace_b)
+        """The page's settings, its timed configurations (the record), the compile trace,
+        then policy A's and policy B's runs, as one trace."""
+        settings = [self.settings_event()] if not self.viewing else []
+        page = Trace(settings + list(self.record.entries))
+        return join_traces(page, self.compile_trace, self.trace_a, self.trace_b)
 
     def trace_text(self) -> str:
         """``session_trace()`` as JSON Lines text (what the download button saves)."""
@@ -864,20 +802,31 @@ class ExplorerState(param.Parameterized):
             shown = {"compile_trace": compile_trace} if compile_trace or not restored else {}
             if not restored:
                 shown["ir_text"] = stages[0].text if stages else ""
-            self._workload = ()
             self.param.update(
                 **shown,
                 trace_a=runs[0],
                 trace_b=runs[1],
-                comparison=[compare_row(t) for t in bundle.runs if _finished(t)],
                 timings={},
-                timing=None,
                 reproduce="",
                 run_error="",
                 viewing="" if restored else name,
                 origin=f"{name} ({len(bundle.runs)} run(s); nothing was rerun)",
             )
+            self._show_file_times(bundle, restored, name)
         return True
+
+    def _show_file_times(self, bundle, restored: bool, name: str) -> None:
+        """The record of a file: its timed configurations (a file the explorer saved), else
+        one row per finished run (one run's time each: no verdict)."""
+        workload = self._workload_now() if restored else ("file", name)
+        self._put_record(TimingRecord(workload, bundle.timed))
+        if not bundle.timed:
+            self.comparison = [compare_row(t) for t in bundle.runs if _finished(t)]
+        elif not restored:  # the sidebar's options are not the file's: show its first's
+            shown = (self.policy_a, self.policy_b)
+            self.timing = self.record.timing(shown, bundle.timed[0].options)
+        if restored and self.timing is not None:
+            self.reproduce = self._reproduce(tuple(self.timing.spreads), self.timing)
 
     def _restore(self, settings: SessionSettings) -> None:
         """Set the page to a saved session's settings and compile its source (no run)."""
@@ -902,9 +851,6 @@ class ExplorerState(param.Parameterized):
         """Leave the read-only view of a file: reload the sidebar's model."""
         self.viewing = ""
         self.load_model()
-
-    def _last_stats(self, name: str) -> dict:
-        return self._results.get(name, {})
 
     def _instances(self, n: int) -> list:
         """``n`` inputs of the benchmark's workload (``ModelSpec.workload``, what

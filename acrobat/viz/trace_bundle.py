@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass
 
-from acrobat.trace import Event, SessionSettings, Trace, split_runs
+from acrobat.trace import ConfigurationTimed, Event, SessionSettings, Trace, split_runs
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class TraceBundle:
     compile: Trace
     runs: tuple[Trace, ...]
     settings: SessionSettings | None = None
+    timed: tuple[ConfigurationTimed, ...] = ()
 
 
 def join_traces(compile_trace: Trace | None, *runs: Trace | None) -> Trace:
@@ -38,10 +40,12 @@ def join_traces(compile_trace: Trace | None, *runs: Trace | None) -> Trace:
 def split_trace(trace: Trace) -> TraceBundle:
     """Cut a joined trace into its compile events and its runs (each run ends at RunSummary,
     ``acrobat.trace.split_runs``); the first ``SessionSettings`` event, if any, becomes
-    ``settings``."""
+    ``settings``, and the ``ConfigurationTimed`` events ``timed``."""
     settings = next((e for e in trace.events if isinstance(e, SessionSettings)), None)
+    timed = tuple(e for e in trace.events if isinstance(e, ConfigurationTimed))
     compile_events, runs = split_runs(trace)
-    return TraceBundle(Trace(compile_events), tuple(Trace(events) for events in runs), settings)
+    runs = tuple(Trace(events) for events in runs)
+    return TraceBundle(Trace(compile_events), runs, settings, timed)
 
 
 def dumps(trace: Trace) -> str:
@@ -60,6 +64,8 @@ def loads(text: str, name: str = "<trace>") -> Trace:
         try:
             event = Event.from_dict(json.loads(line))
             _check_fields(event)
+            if isinstance(event, ConfigurationTimed):
+                _check_timed(event)
         except (ValueError, TypeError, AttributeError) as err:
             raise ValueError(f"{name}:{number}: not a trace event: {err}") from None
         events.append(event)
@@ -70,15 +76,20 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _is_number(v) -> bool:
+    return _is_int(v) or isinstance(v, float)
+
+
 # what a field of each declared type may hold, in a file from anywhere ("dict" and a bare
 # "tuple" are free-form: the views escape what they show of them)
 _FIELD_CHECKS = {
     "int": _is_int,
-    "float": lambda v: _is_int(v) or isinstance(v, float),
-    "float | None": lambda v: v is None or _is_int(v) or isinstance(v, float),
+    "float": _is_number,
+    "float | None": lambda v: v is None or _is_number(v),
     "str": lambda v: isinstance(v, str),
     "bool": lambda v: isinstance(v, bool),
     "tuple[int, ...]": lambda v: isinstance(v, tuple) and all(map(_is_int, v)),
+    "tuple[float, ...]": lambda v: isinstance(v, tuple) and all(map(_is_number, v)),
     "tuple[str, ...]": lambda v: isinstance(v, tuple) and all(isinstance(x, str) for x in v),
 }
 
@@ -94,3 +105,19 @@ def _check_fields(event: Event) -> None:
         value = getattr(event, f.name)
         if check is not None and not check(value):
             raise TypeError(f"{event.kind}.{f.name} should be {f.type}, got {value!r:.80}")
+
+
+MAX_TIMED_RUNS = 10_000  # wall times one configuration may carry (the explorer times <= 50)
+
+
+def _check_timed(event: ConfigurationTimed) -> None:
+    """Raise ``ValueError`` unless the times are what a measurement gives: at least one
+    wall time, every time finite and not negative, a share of the CPUs within 0..1."""
+    if not 0 < len(event.wall_ms) <= MAX_TIMED_RUNS:
+        raise ValueError(f"ConfigurationTimed.wall_ms should hold 1 to {MAX_TIMED_RUNS} times")
+    times = (*event.wall_ms, event.host_ms, event.exe_ms, event.mean_batch)
+    if not all(math.isfinite(t) and t >= 0 for t in times):
+        raise ValueError("ConfigurationTimed times should be finite and not negative")
+    counts = (event.launches, event.lower_bound, event.nodes, event.measurement, event.warmup)
+    if min(counts) < 0 or not 0 <= event.others_busy <= 1:
+        raise ValueError("ConfigurationTimed counts should not be negative, others_busy 0..1")

@@ -401,9 +401,14 @@ def _timeline_caption(side: str, policy: str, timed, timing) -> str:
     """Which run a timeline draws: one of the timed runs (the one nearest the median), or,
     until they are timed, the traced run the other views draw."""
     who = f"<b>{side} · {html.escape(policy)}</b>"
+    s = timing.spread(policy) if timing is not None else None
     if timed is None:
-        return f"{who}: the traced run (node records on); its times are not the timed ones"
-    s = timing.spread(policy)
+        measured = ""
+        if s is not None:  # a saved session: its timed runs' times, not the runs
+            measured = f"; timed: median {s.median:.3g} ms (IQR {s.q1:.3g}–{s.q3:.3g} ms, n={s.n})"
+        return (
+            f"{who}: the traced run (node records on); its times are not the timed ones{measured}"
+        )
     return (
         f"{who}: run {timed.index} of {timed.count} ({timed.wall_ms:.3g} ms), the timed run "
         f"nearest the median {s.median:.3g} ms (IQR {s.q1:.3g}–{s.q3:.3g} ms)"

@@ -184,7 +184,7 @@ def test_a_loaded_trace_switches_the_sidebar_and_the_source(explorer, page, tmp_
         page.get_by_label("Model").select_option("mvrnn")
         page.get_by_label("Size").select_option("tiny")
         expect(_status(page)).to_contain_text("mvrnn, tiny")
-        _timed(page)
+        timed = _spreads(_timed(page))
         with page.expect_download(timeout=TIMEOUT_MS) as download:
             page.locator(".trace-download").click()
         saved = tmp_path / "mvrnn.jsonl"
@@ -198,3 +198,34 @@ def test_a_loaded_trace_switches_the_sidebar_and_the_source(explorer, page, tmp_
         expect(page.get_by_label("Size")).to_have_value("tiny")
         expect(page.locator(".source-editor")).to_contain_text("MV-RNN")
         expect(page.locator(".ir-header")).to_contain_text("sizes")
+        # the file carries the timed runs: the same medians and spreads, not one run's time
+        assert _spreads(_timed(page)) == timed
+        open_tab(page, "Compare")
+        expect(page.locator(".compare-table").first).to_contain_text("dynet-depth")
+        assert "(1 run)" not in _text(page.locator(".compare-table").first)
+
+
+def test_the_ablation_and_the_status_line_show_one_record(explorer, page):
+    """After *Ablate optimizations*, the status line's medians are the ablation's rows' (one
+    record of the timed runs: the ablation times the pair shown too)."""
+    from playwright.sync_api import expect
+
+    with explorer.log_on_failure():
+        page.goto(explorer.url)
+        _timed(page)
+        page.get_by_label("Size").select_option("tiny")
+        expect(_status(page)).to_contain_text("treelstm, tiny")
+        _timed(page)
+        open_tab(page, "Compare")
+        page.locator(".compare-options button").click()
+        table = page.locator(".compare-table").first
+        expect(table).to_contain_text("no fusion", timeout=TIMEOUT_MS)
+        expect(page.locator(".run-working")).to_be_hidden(timeout=TIMEOUT_MS)
+        rows = page.locator(".compare-table tr")
+        shown = _spreads(_timed(page))
+        for policy, (median, low, high) in shown.items():
+            row = rows.filter(has_text=f"{policy}").filter(has_text="all optimizations")
+            cells = row.first.locator("td").all_inner_texts()
+            iqr = [float(x) for x in cells[3].split("–")]
+            close = pytest.approx([median, low, high], rel=0.01, abs=0.01)
+            assert [float(cells[2]), *iqr] == close, (cells, shown)

@@ -218,7 +218,7 @@ def test_trace_text_reopens_with_every_view(live):
     assert other.trace_a.events == live.trace_a.events
     assert other.trace_b.events == live.trace_b.events
     assert other.compile_trace.events == live.compile_trace.events
-    assert [r.policy for r in other.comparison] == ["acrobat", "eager"]
+    assert other.comparison == live.comparison  # the file carries the timed runs
     assert "shared.jsonl" in other.origin and other.run_error == ""
 
 
