@@ -2,8 +2,9 @@
 
 A row per configuration (policy and option set: which optimizations were off). Latency is the
 median wall time of an interleaved measurement (``acrobat.measure``) with its interquartile
-range; launches, batch sizes and host overhead come from the run's statistics. A row read from
-a saved trace has one run's latency only (``runs == 1``). Host overhead is the host's own work
+range; launches, batch sizes and host overhead come from the run's statistics. A session the
+explorer saved carries its timed runs (``acrobat.viz.timing_record``); a row read from another
+trace has one run's latency only (``runs == 1``). Host overhead is the host's own work
 before kernels run: DFG construction plus scheduling (``gen_ms + sched_ms``), the cost ACRoBat
 moves to compile time.
 
