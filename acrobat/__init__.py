@@ -29,12 +29,14 @@ from acrobat.errors import (
     EvaluationError,
     InstanceError,
     IRParseError,
+    RunCancelled,
     UndeclaredSizeError,
     VerificationError,
 )
 from acrobat.frontend import parse
 from acrobat.ir import AdtValue, Module, evaluate, from_list, init_params, to_list, values_equal
 from acrobat.passes.options import CompileOptions
+from acrobat.runtime.cancel import CancelToken
 from acrobat.runtime.gap import GapReport, KernelGap, explain, gap_report
 from acrobat.runtime.run import RunResult, run
 from acrobat.runtime.schedule import PolicyInfo, policies
@@ -51,6 +53,7 @@ __all__ = [
     "AcrobatTypeError",
     "AdtValue",
     "BackendInfo",
+    "CancelToken",
     "CompileOptions",
     "CompiledProgram",
     "KernelSpec",
@@ -68,6 +71,7 @@ __all__ = [
     "InstanceError",
     "Module",
     "PolicyInfo",
+    "RunCancelled",
     "RunResult",
     "UndeclaredSizeError",
     "VerificationError",

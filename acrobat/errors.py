@@ -149,3 +149,15 @@ class MissingExtraError(AcrobatError, ImportError):
 
     It is also an ``ImportError``, so ``import acrobat.viz`` fails the way a missing module does.
     """
+
+
+class RunCancelled(Exception):
+    """The run's :class:`acrobat.CancelToken` was set: the run stopped at its next check
+    (before a launch, a flush or an instance) and its results are gone; the runtime is
+    ready for the next run.
+
+    Not an :class:`AcrobatError`: nothing is wrong with the program or its input, and code
+    that handles those (``except AcrobatError``) must not swallow a cancel."""
+
+    def __init__(self, message: str = "the run was cancelled (its CancelToken was set)"):
+        super().__init__(message)

@@ -55,6 +55,8 @@
 
 #define MAX_ARGS 64
 
+static int run_cancelled(void); /* set_cancel, at the end of this file */
+
 /* 1 when NumPy's C API is ready here, 0 when it cannot be (views are then made by slicing
  * through the sequence protocol, as before) */
 static int numpy_api(void) {
@@ -791,6 +793,8 @@ static int run_flush_impl(PyObject *const *args, const acrobat_plan_t *plan,
         goto done;
     }
     for (Py_ssize_t i = 0; i < nb; i++) {
+        if (run_cancelled())
+            goto done;
         Py_ssize_t k = kernel_of[i], n = sizes[i];
         kjob_t *j = &jobs[k];
         Py_ssize_t b = seen[k]++;
@@ -1085,6 +1089,8 @@ static PyObject *fflush_call(PyObject *self, PyObject *const *args, size_t nargs
         PyErr_SetString(PyExc_TypeError, "a FiberFlush takes no arguments");
         return NULL;
     }
+    if (run_cancelled())
+        return NULL;
     PyObject *taken = PyObject_Call(ff->take, ff->take_args, NULL);
     if (taken == NULL)
         return NULL;
@@ -1605,4 +1611,35 @@ PyObject *acrobat_tensors_fit(PyObject *self, PyObject *const *args, Py_ssize_t 
         }
     }
     return PyLong_FromLong(-1);
+}
+
+/* set_cancel(flag, error) / set_cancel(None): the running run's cancel flag (the one-byte
+ * bytearray of its acrobat.CancelToken) and the exception to raise once it is set, or
+ * none. A flush checks it before each launch (and a FiberFlush before each flush), so a
+ * cancel stops a run within one launch, with no Python call per launch. One run at a time
+ * holds the process (acrobat/runtime/process.py), so one flag for the module is enough. */
+static PyObject *CANCEL_FLAG, *CANCEL_ERROR;
+
+static int run_cancelled(void) {
+    if (CANCEL_FLAG == NULL || PyByteArray_AS_STRING(CANCEL_FLAG)[0] == 0)
+        return 0;
+    PyErr_SetNone(CANCEL_ERROR);
+    return 1;
+}
+
+PyObject *acrobat_set_cancel(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    int off = nargs == 1 && args[0] == Py_None;
+    if (!off && (nargs != 2 || !PyByteArray_Check(args[0]) || PyByteArray_GET_SIZE(args[0]) != 1 ||
+                 !PyExceptionClass_Check(args[1]))) {
+        PyErr_SetString(PyExc_TypeError, "set_cancel(flag: bytearray(1), error) or set_cancel(None)");
+        return NULL;
+    }
+    Py_CLEAR(CANCEL_FLAG);
+    Py_CLEAR(CANCEL_ERROR);
+    if (!off) {
+        CANCEL_FLAG = Py_NewRef(args[0]);
+        CANCEL_ERROR = Py_NewRef(args[1]);
+    }
+    Py_RETURN_NONE;
 }

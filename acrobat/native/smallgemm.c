@@ -1113,6 +1113,7 @@ PyObject *acrobat_fiber_flush(PyObject *self, PyObject *const *args, Py_ssize_t 
 PyObject *acrobat_new_int64s(PyObject *self, PyObject *shape);
 PyObject *acrobat_read_rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *acrobat_tensors_fit(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *acrobat_set_cancel(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* values.c: ADT values made and walked in C for the host program */
 PyObject *acrobat_adt_maker(PyObject *self, PyObject *cls);
 
@@ -1155,6 +1156,9 @@ static PyMethodDef methods[] = {
     {"tensors_fit", (PyCFunction)(void (*)(void))acrobat_tensors_fit, METH_FASTCALL,
      "tensors_fit(instances, specs, one) -> int: the entry check of tensor parameters, -1 "
      "when every instance fits, else the first index it cannot vouch for (flush.c)"},
+    {"set_cancel", (PyCFunction)(void (*)(void))acrobat_set_cancel, METH_FASTCALL,
+     "set_cancel(flag, error) | set_cancel(None): the running run's cancel flag, checked "
+     "before each launch of a flush (flush.c)"},
     {"adt_maker", acrobat_adt_maker, METH_O,
      "adt_maker(cls) -> maker: maker(ctor, fields) makes cls's value in C (values.c)"},
     {"park", park, METH_NOARGS, "the helper thread sleeps until the next two-thread call"},

@@ -25,6 +25,7 @@ from acrobat.codegen.numpy_kernels import compile_numpy_kernel
 from acrobat.errors import AcrobatNameError, IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType, TupleType
 from acrobat.ir.values import entry_args_all
+from acrobat.runtime.cancel import check as check_cancel
 from acrobat.runtime.fibers import HOST_FAILURES, host_failure
 from acrobat.runtime.values import converter
 from acrobat.trace import HostProgramGenerated, HostSpan, KernelCompiled, Trace
@@ -96,6 +97,7 @@ class DirectRunner:
             )
         m = self.module = runtime.module
         self.engine = runtime.engine
+        self.executor = runtime.executor  # (its cancel flag: the running run's)
         self.kernel_map = runtime.kernel_map
         prog = runtime.direct_program or generate_direct(m)
         self.program = prog
@@ -152,7 +154,9 @@ class DirectRunner:
         t1 = time.perf_counter()
         raw = []
         convs = self.inputs
+        cancel = self.executor.cancel
         for i, args in enumerate(checked):
+            check_cancel(cancel)
             conv = [a if c is None else c(a) for a, c in zip(args, convs)]
             try:
                 raw.append(entry(*conv))

@@ -25,6 +25,7 @@ from acrobat.codegen.records import ARGS, INST, KEY, OUT, READ_ARGMAX, STRIDE
 from acrobat.errors import IndexOutOfRange, InstanceError
 from acrobat.ir.types import TensorType
 from acrobat.runtime.arena import ArenaPool
+from acrobat.runtime.cancel import check as check_cancel
 from acrobat.runtime.dfg import DFG, KernelInfo
 from acrobat.runtime.schedule import Schedule
 
@@ -43,6 +44,9 @@ class Executor:
         new_int64s=None,
     ):
         self.kernels = kernels  # KernelSpec list, index = kernel id
+        # the running run's cancel flag (acrobat.runtime.cancel), checked before each
+        # launch of the Python loop; the native flush reads its own copy (set_cancel)
+        self.cancel: bytearray | None = None
         # the engine's native flush functions (acrobat.runtime.engines), or None: the
         # Python loop of plan() and launch() runs every flush
         self.new_int64s = new_int64s
@@ -344,11 +348,12 @@ class Executor:
             done = self.run_native(dfg, sched, log)
             if done is not None:
                 return done
-        launch = self.launch
+        launch, cancel = self.launch, self.cancel
         gathered = 0
         kernel_s = 0.0
         if log is None:
             for step in self.plan(dfg, sched):
+                check_cancel(cancel)
                 moved, start, end = launch(*step)
                 gathered += moved
                 kernel_s += end - start
@@ -357,6 +362,7 @@ class Executor:
         clock = time.perf_counter
         begin = clock()
         for i, step in enumerate(self.plan(dfg, sched)):
+            check_cancel(cancel)
             moved, start, end = launch(*step)
             gathered += moved
             kernel_s += end - start

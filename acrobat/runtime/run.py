@@ -14,6 +14,7 @@ namespace, arenas) is prepared once, by :func:`prepare`, and reused by every run
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import weakref
@@ -28,12 +29,14 @@ from acrobat.codegen.host import LOOP_MESSAGE
 from acrobat.codegen.host_c import MODULE_PLACEHOLDER
 from acrobat.codegen.records import ARGS, INST, KEY, OUT, READ_ARGMAX, STRIDE, float_bits
 from acrobat.codegen.twins import find_twins
-from acrobat.errors import AcrobatNameError, IndexOutOfRange, InstanceError
+from acrobat.errors import AcrobatNameError, IndexOutOfRange, InstanceError, RunCancelled
 from acrobat.ir.types import TensorType
 from acrobat.ir.values import AdtValue, entry_args_all
 from acrobat.reprs import html_summary, text_summary
 from acrobat.runtime import flushlog
 from acrobat.runtime.arena import ArenaPool
+from acrobat.runtime.cancel import CancelToken
+from acrobat.runtime.cancel import check as check_cancel
 from acrobat.runtime.dfg import DFG
 from acrobat.runtime.direct import DirectRunner
 from acrobat.runtime.engines import Engine, choose
@@ -516,12 +519,32 @@ class Runtime:
         memory_limit: int | None,
         strategy: str = "auto",
         threads: int | None = None,
+        cancel: CancelToken | None = None,
     ) -> RunResult:
         """Run ``instances``: the steps below, in order (or the direct strategy's run),
-        holding the process (:func:`acrobat.runtime.process.borrowed`: runs take turns)."""
+        holding the process (:func:`acrobat.runtime.process.borrowed`: runs take turns);
+        ``cancel`` set meanwhile raises :class:`RunCancelled` (:mod:`acrobat.runtime.cancel`)."""
         self.check_options(policy, trace_level)
-        with borrowed():
+        flag = None if cancel is None else cancel.flag
+        with borrowed(), self.cancellable(flag):
+            check_cancel(flag)
             return self._run(instances, policy, trace_level, memory_limit, strategy, threads)
+
+    @contextlib.contextmanager
+    def cancellable(self, flag: bytearray | None):
+        """While a run holds the process: its cancel flag where the executor's launch loop
+        and the native flush read it, the previous one (an enclosing run's) put back after."""
+        ex, native = self.executor, self.engine.flush
+        before = ex.cancel
+        ex.cancel = flag
+        if native is not None:
+            native.set_cancel(*((None,) if flag is None else (flag, RunCancelled)))
+        try:
+            yield
+        finally:
+            ex.cancel = before
+            if native is not None:
+                native.set_cancel(*((None,) if before is None else (before, RunCancelled)))
 
     def _run(self, instances, policy, trace_level, memory_limit, strategy, threads) -> RunResult:
         """:meth:`run`, the process held."""
@@ -749,7 +772,9 @@ class Runtime:
             raw, _ = run_fibers(roots, st.start, lambda: self.flush(st), self.executor.answer_reads)
             return raw
         raw = []
+        cancel = self.executor.cancel
         for i, a in enumerate(args_list):
+            check_cancel(cancel)
             st.start(i)
             try:
                 raw.append(st.entry(*a, self.base))
@@ -768,10 +793,14 @@ class Runtime:
             hs.start(0, first_free)
             entry, start, base = hs.entry, hs.start, self.base
             raw = []
+            cancel = self.executor.cancel
             for i, a in enumerate(args_list):
+                check_cancel(cancel)
                 start(i)
                 raw.append(entry(*a, base))
             st.arrays = [np.frombuffer(hs.records(k), np.int64) for k in range(len(st.lists))]
+        except RunCancelled:
+            raise
         except Exception as err:  # noqa: BLE001 - any failure: the Python program decides
             st.arrays = None
             st.stats.host_code = (
@@ -901,6 +930,7 @@ class Runtime:
     def flush(self, st: _RunState) -> None:
         """Schedule and execute every node recorded since the last flush: records ->
         DFG -> the policy's batches -> the executor."""
+        check_cancel(self.executor.cancel)
         t1 = time.perf_counter()
         recs = self.no_records[:]
         nodes = 0
@@ -1122,6 +1152,7 @@ def run(
     strategy: str = "auto",
     threads: int | None = None,
     engine: str | None = None,
+    cancel: CancelToken | None = None,
 ) -> RunResult:
     """Run ``instances`` of a compiled program batched; outputs equal ``acrobat.evaluate``.
 
@@ -1135,13 +1166,21 @@ def run(
     policy of :mod:`acrobat.runtime.threads` (or ``ACROBAT_THREADS``), or a count to force;
     ``engine``: "native" or "reference" (:mod:`acrobat.runtime.engines`; None: the
     ``ACROBAT_ENGINE`` environment variable, else the native engine where its core loads),
-    chosen once per program, backend and ``engine``; ``res.stats.engine`` says which ran.
+    chosen once per program, backend and ``engine``; ``res.stats.engine`` says which ran;
+    ``cancel``: an :class:`acrobat.CancelToken` whose ``set()`` (from another thread) stops
+    the run before its next launch, flush or instance with :class:`acrobat.RunCancelled`.
     """
     instances = list(instances)
     runtime = prepare(prog, backend, engine)
     try:
         return runtime.run(
-            instances, policy, trace_level, memory_limit, strategy=strategy, threads=threads
+            instances,
+            policy,
+            trace_level,
+            memory_limit,
+            strategy=strategy,
+            threads=threads,
+            cancel=cancel,
         )
     except RecursionError as err:
         if str(err) == LOOP_MESSAGE:  # a runaway loop (the program calls itself forever)

@@ -45,7 +45,8 @@ class Engine:
         checks: bulk entry checks (``fits``: a maker's walk of many values, ``tensors_fit``:
             many instances of tensor parameters), or None: one by one in Python.
         flush: the native flush (``plan_rows``, ``run_flush``, ``schedule_flush``,
-            ``fiber_flush``, ``read_answers``, ``read_rows``, ``list_schedule``), or None:
+            ``fiber_flush``, ``read_answers``, ``read_rows``, ``list_schedule``,
+            ``set_cancel``), or None:
             the executor's Python loop and the Python (or numba) scheduler.
         new_int64s: ``new_int64s(shape)``, an int64 array (``numpy.empty``'s).
         products: what the NumPy kernels call for products and elementwise chains

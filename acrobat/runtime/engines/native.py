@@ -2,7 +2,7 @@
 
 The flush runner (``run_flush``, ``schedule_flush``, the compiled fiber program's
 ``fiber_flush``), the leveling scheduler (``list_schedule``), the executor's row
-bookkeeping (``plan_rows``), fiber reads and output lists (``read_answers``,
+bookkeeping (``plan_rows``), the run's cancel flag (``set_cancel``), fiber reads and output lists (``read_answers``,
 ``read_rows``), ADT values and their bulk checks (``adt_maker``, ``tensors_fit``), the
 products and elementwise chains of the NumPy kernels (the small-row GEMM, ``rowprog``), the
 compiled host program (:func:`acrobat.native.build_extension`) and the products' thread
@@ -33,6 +33,7 @@ class NativeFlush:
     read_answers: Any
     read_rows: Any
     list_schedule: Any
+    set_cancel: Any  # the running run's cancel flag, read before each launch
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ def make(why: str | None = None) -> tuple[Engine | None, str]:
         read_answers=mod.read_answers,
         read_rows=mod.read_rows,
         list_schedule=mod.list_schedule,
+        set_cancel=mod.set_cancel,
     )
     engine = Engine(
         name="native",
