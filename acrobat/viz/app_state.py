@@ -37,6 +37,7 @@ from acrobat.viz import runner
 from acrobat.viz.compare_view import CompareRow, compare_row, options_label
 from acrobat.viz.compile_worker import CompileJob, CompileStopped, compile_isolated
 from acrobat.viz.ir_view import pipeline_stages
+from acrobat.viz.progress import Calibration, RunPlan, Ticker
 from acrobat.viz.timing_record import RunTiming, TimedRun, TimingRecord
 from acrobat.viz.trace_bundle import dumps, join_traces, loads, split_trace
 
@@ -148,7 +149,8 @@ class ExplorerState(param.Parameterized):
         self._jobs: queue.SimpleQueue | None = None  # the worker thread's queue
         self._last_progress = 0.0
         self._results: dict = {}
-        self._estimates: dict = {}
+        self._estimates: dict = {}  # the last probe (a run's cost before calibration)
+        self._calibration = Calibration()  # measured runs against their probes
         self._started = start
         self._shown: dict = {}  # the run settings of the traces shown (see cancel())
         super().__init__(**params)
@@ -430,32 +432,38 @@ class ExplorerState(param.Parameterized):
             try:
                 instances = self._instances(self.batch_size)
                 measured = tuple(dict.fromkeys(policies.values()))
-                repeats, note = self._plan(instances, policies[sides[0]], len(measured), sides)
+                first = policies[sides[0]]
+                repeats, note = self._plan(instances, first, len(measured), sides)
+                traced = len({policies[side] for side in sides})
+                plan = self._run_plan(instances, first, traced, len(measured), repeats, note)
+                ticker = self._ticking(plan)
                 runs: dict[str, runner.Ran] = {}
-                for side in sides:
-                    self._check()
-                    policy = policies[side]
-                    self._set_progress(
-                        -1,
-                        f"running {side.upper()} ({policy}) with tracing; one run is "
-                        f"estimated at {self._estimate(instances, policies[sides[0]]) / 1000:.1f}"
-                        f" s, {len(sides) + len(measured) * (WARMUP + repeats)} runs in all",
-                    )
-                    same = [r for r in runs.values() if r.policy == policy]
-                    runs[side] = same[0] if same else self._traced(instances, policy)
-                traces = {f"trace_{side}": r.trace for side, r in runs.items()}
-                other = {"a": "b", "b": "a"}
-                for side in sides:  # the same policy on both sides: one run, shown twice
-                    if policies[other[side]] == policies[side] and other[side] not in runs:
-                        traces[f"trace_{other[side]}"] = runs[side].trace
-                self.param.update(run_error="", origin=self._describe(runs), **traces)
-                self._shown = self._run_settings()
-                configs = {
-                    p: runner.run_stats(self._compiled, instances, p, self.backend)
-                    for p in measured
-                }
-                options = options_label(self.disabled)
-                self._time(configs, {p: (p, options) for p in measured}, repeats, note)
+                with ticker:
+                    for side in sides:
+                        self._check()
+                        policy = policies[side]
+                        same = [r for r in runs.values() if r.policy == policy]
+                        if same:  # the same policy on both sides: one run
+                            runs[side] = same[0]
+                            continue
+                        ticker.say(f"running {side.upper()} ({policy}) with tracing")
+                        runs[side] = self._traced(instances, policy)
+                        plan.finish()
+                    traces = {f"trace_{side}": r.trace for side, r in runs.items()}
+                    other = {"a": "b", "b": "a"}
+                    for side in sides:  # the same policy on both sides: shown twice
+                        if policies[other[side]] == policies[side] and other[side] not in runs:
+                            traces[f"trace_{other[side]}"] = runs[side].trace
+                    self.param.update(run_error="", origin=self._describe(runs), **traces)
+                    self._shown = self._run_settings()
+                    configs = {
+                        p: runner.run_stats(self._compiled, instances, p, self.backend)
+                        for p in measured
+                    }
+                    options = options_label(self.disabled)
+                    labels = {p: (p, options) for p in measured}
+                    self._time(configs, labels, repeats, note, ticker)
+                self._calibrate(instances, first, plan)
             except runner.Cancelled:
                 self.param.update(timing=None)
                 return False
@@ -524,7 +532,11 @@ class ExplorerState(param.Parameterized):
         return repeats, note
 
     def _estimate(self, instances: list, policy: str) -> float:
-        """``runner.probe_ms``, once per program, batch, seed, policy and backend."""
+        """One run's estimate: ``runner.probe_ms`` (once per program, batch, seed, policy and
+        backend) times what this session measured against its probes (``_calibration``)."""
+        return self._calibration.estimate_ms(self._probe(instances, policy))
+
+    def _probe(self, instances: list, policy: str) -> float:
         key = (id(self._compiled), len(instances), self.seed, policy, self.backend)
         if key not in self._estimates:
             self._set_progress(-1, f"estimating one run of {len(instances)} instances")
@@ -533,23 +545,41 @@ class ExplorerState(param.Parameterized):
             }
         return self._estimates[key]
 
-    def _time(self, configs: dict, labels: dict, repeats: int, note: str) -> None:
-        """Time ``configs`` interleaved, with progress and cancellation between runs, and
-        put each in the record as ``labels[name]`` (its policy and options label)."""
-        started = time.monotonic()
-        names = ", ".join(configs)
+    def _run_plan(self, instances, policy, traced, configs, repeats, note) -> RunPlan:
+        """The runs of a request: ``traced`` traced ones, then ``configs`` configurations'
+        dropped and timed rounds, each estimated like one run of ``policy``."""
+        timed = configs * (_warmup(repeats, note) + repeats)
+        return RunPlan(traced + timed, self._estimate(instances, policy))
+
+    def _calibrate(self, instances: list, policy: str, plan: RunPlan) -> None:
+        """Keep how the request's runs compared with its probe, for the next estimates."""
+        if plan.done:
+            self._calibration.add(self._probe(instances, policy), plan.per_run_ms())
+
+    def _ticking(self, plan: RunPlan) -> Ticker:
+        """A :class:`Ticker` moving the bar through ``plan`` until this job is cancelled
+        (then "cancelling…" stays)."""
+        token = getattr(self._local, "token", None)
+
+        def show(percent: int, text: str, force: bool) -> None:
+            if token is None or not token.is_set():
+                self._set_progress(percent, text, force)
+
+        plan.start()
+        return Ticker(plan, show)
+
+    def _time(self, configs: dict, labels: dict, repeats: int, note: str, ticker) -> None:
+        """Time ``configs`` interleaved, with progress (``ticker``) and cancellation between
+        runs, and put each in the record as ``labels[name]`` (its policy and options)."""
+        what = f"timing {', '.join(configs)}"
 
         def on_run(done: int, total: int) -> None:
             self._check()
-            left = (time.monotonic() - started) / done * (total - done)
-            self._set_progress(
-                100 * done // total,
-                f"timing {names}: {done} of {total} runs, about {left:.0f} s left",
-                force=done == total,
-            )
+            ticker.plan.finish()
+            ticker.say(what)
 
-        warmup = WARMUP if repeats > 1 or not note else 0
-        m = runner.time_runs(configs, repeats, warmup, on_run)
+        ticker.say(what)
+        m = runner.time_runs(configs, repeats, _warmup(repeats, note), on_run)
         self._results = dict(m.results)  # each configuration's last stats
         others = m.load.other_busy if m.load.other_busy == m.load.other_busy else 0.0
         self._measured += 1
@@ -715,7 +745,10 @@ class ExplorerState(param.Parameterized):
                     )
                     labels[name] = (policy, options_label(disabled))
                 repeats, note = self._plan(instances, runs[0][0], len(configs))
-                self._time(configs, labels, repeats, note)
+                plan = self._run_plan(instances, runs[0][0], 0, len(configs), repeats, note)
+                with self._ticking(plan) as ticker:
+                    self._time(configs, labels, repeats, note, ticker)
+                self._calibrate(instances, runs[0][0], plan)
             except runner.Cancelled:
                 return False
             except AcrobatError as err:
@@ -868,6 +901,11 @@ class ExplorerState(param.Parameterized):
         if spec is None or (spec.name, spec.size) != (model, size):
             spec = self._spec = runner.load_spec(model, size)
         return spec
+
+
+def _warmup(repeats: int, note: str) -> int:
+    """Dropped rounds before ``repeats`` timed ones: none when a long run cut them to one."""
+    return WARMUP if repeats > 1 or not note else 0
 
 
 def _policy_of(trace: Trace | None) -> str | None:
