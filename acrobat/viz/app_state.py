@@ -22,6 +22,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Mapping
 from contextlib import contextmanager
 
 import param
@@ -597,8 +598,8 @@ class ExplorerState(param.Parameterized):
 
     def _entry(self, m, name: str, policy: str, options: str, others: float, note: str):
         """The record's entry of configuration ``name`` of measurement ``m``."""
-        stats = self._results.get(name)
-        stats = stats if isinstance(stats, dict) else {}
+        stats = self._results.get(name)  # an acrobat.RunStats (a Mapping) from a plain run
+        stats = stats if isinstance(stats, Mapping) else {}
 
         def median(*metrics: str) -> float:
             return sum(m.spread(name, k).median for k in metrics if k in m.samples[name])

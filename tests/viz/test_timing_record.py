@@ -10,7 +10,7 @@ import pytest
 from acrobat.baselines.measure import spread
 from acrobat.trace import ConfigurationTimed
 from acrobat.viz.app_state import ExplorerState
-from acrobat.viz.compare_view import ALL_ON, compare_table_html
+from acrobat.viz.compare_view import ALL_ON, compare_row, compare_table_html
 from acrobat.viz.explorer import Explorer
 from acrobat.viz.timing_record import TimingRecord, entry_row
 
@@ -63,6 +63,16 @@ def test_status_line_compare_ablate_and_timeline_show_one_record(ablated):
         assert state.record.get(policy, ALL_ON).measurement == 2
         assert state.timings[f"run_{'a' if policy == state.policy_a else 'b'}_ms"] == s.median
     assert not state.timing.separately
+    # counts from the timed runs' statistics: the traced runs' counts
+    for side, policy in (("a", state.policy_a), ("b", state.policy_b)):
+        traced = compare_row(getattr(state, f"trace_{side}"))
+        row = rows[(policy, ALL_ON)]
+        assert (row.launches, row.nodes, row.lower_bound) == (
+            traced.launches,
+            traced.nodes,
+            traced.lower_bound,
+        )
+        assert row.launches > 0 and row.mean_batch == traced.mean_batch
     ablated.open_tab("Timeline")
     timed_a = state.timing.timed_run(state.policy_a)
     assert timed_a is state.record.runs[(state.policy_a, ALL_ON)]
