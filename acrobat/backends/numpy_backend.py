@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from acrobat.backends.tiling import tile_rows, tiled, tiled_group
+from acrobat.backends.tiling import CancelSlot, tile_rows, tiled, tiled_group
 from acrobat.codegen.numpy_kernels import (
     NUMPY_PRODUCTS,
     Products,
@@ -29,12 +29,14 @@ class NumpyBackend:
         params: dict[str, np.ndarray],
         fused_elementwise: bool = True,
         products: Products = NUMPY_PRODUCTS,
+        cancel: CancelSlot | None = None,
     ):
         """A callable ``fn(B, *args, out=views)`` (or, with gathered arguments and no
         ``out``, ``fn(B, *args) -> tuple of [B, ...] arrays``) and its source.
         ``fused_elementwise``: elementwise chains as one call of the products' ``rowprog``
         (``CompileOptions``); ``products``: what the kernel calls for products and chains
-        (the runtime's engine's, :mod:`acrobat.runtime.engines`)."""
+        (the runtime's engine's, :mod:`acrobat.runtime.engines`); ``cancel``: the runtime's
+        slot for its run's cancel flag, read between a tiled launch's tiles."""
         k = compile_numpy_kernel(kernel.function, params, fuse=fused_elementwise, products=products)
         rows = tile_rows(kernel.function, sum(params[w].nbytes for w in kernel.weights))
         if rows is None:
@@ -42,7 +44,7 @@ class NumpyBackend:
         # a large working set per instance: launches of more rows run in tiles
         # (acrobat.backends.tiling), so the temporaries stay in cache
         note = f"# launches of more than {rows} rows are called in tiles of {rows} rows\n"
-        return tiled(k.fn, rows), note + k.source
+        return tiled(k.fn, rows, cancel), note + k.source
 
     def compile_group(
         self,
@@ -51,6 +53,7 @@ class NumpyBackend:
         params: dict[str, np.ndarray],
         fused_elementwise: bool = True,
         products: Products = NUMPY_PRODUCTS,
+        cancel: CancelSlot | None = None,
     ):
         """The group kernel of twin kernels (:mod:`acrobat.codegen.twins`) and its source,
         or None where it cannot be written (then the members run apart). Tiled as its
@@ -69,7 +72,7 @@ class NumpyBackend:
         if rows is None:
             return g.fn, g.source
         note = f"# launches of more than {rows} rows are called in tiles of {rows} rows\n"
-        return tiled_group(g.fn, rows), note + g.source
+        return tiled_group(g.fn, rows, cancel), note + g.source
 
     @staticmethod
     def to_device(a: np.ndarray) -> np.ndarray:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from acrobat.errors import RunCancelled
 from acrobat.ir.nodes import Function, Let
 from acrobat.ir.types import TensorType, TupleType, Type
 
@@ -77,14 +78,34 @@ def take_rows(arg, s: int, e: int):
     return arg[s:e]
 
 
-def tiled(fn: Callable, rows: int) -> Callable:
+class CancelSlot:
+    """Where a runtime puts its running run's cancel flag (:mod:`acrobat.runtime.cancel`),
+    or None, for its tiled launches to read between tiles: one launch of Berxit's attention
+    at b256 is 256 tiles and seconds long, too long to wait for the next launch."""
+
+    __slots__ = ("flag",)
+
+    def __init__(self) -> None:
+        self.flag: bytearray | None = None
+
+
+def _stop_if_cancelled(cancel: CancelSlot | None) -> None:
+    flag = None if cancel is None else cancel.flag
+    if flag is not None and flag[0]:
+        raise RunCancelled()
+
+
+def tiled(fn: Callable, rows: int, cancel: CancelSlot | None = None) -> Callable:
     """``fn(n, *args, out=views)`` called in tiles of at most ``rows`` rows when
-    ``n > rows`` (a call without ``out`` returns the results, untiled)."""
+    ``n > rows`` (a call without ``out`` returns the results, untiled); a set flag in
+    ``cancel`` stops it before the next tile (``RunCancelled``)."""
 
     def call(n, *args, out=None):
         if n <= rows or out is None:
             return fn(n, *args, out=out)
         for s in range(0, n, rows):
+            if s:
+                _stop_if_cancelled(cancel)
             e = min(n, s + rows)
             fn(e - s, *[take_rows(a, s, e) for a in args], out=[o[s:e] for o in out])
         return None
@@ -93,7 +114,7 @@ def tiled(fn: Callable, rows: int) -> Callable:
     return call
 
 
-def tiled_group(fn: Callable, rows: int) -> Callable:
+def tiled_group(fn: Callable, rows: int, cancel: CancelSlot | None = None) -> Callable:
     """:func:`tiled` for a twin group's kernel, ``fn(n, *args, out=views, _segs=...)``:
     each tile gets the ``(member, rows)`` pairs of its own rows."""
 
@@ -106,6 +127,8 @@ def tiled_group(fn: Callable, rows: int) -> Callable:
             spans.append((m, at, at + c))
             at += c
         for s in range(0, n, rows):
+            if s:
+                _stop_if_cancelled(cancel)
             e = min(n, s + rows)
             segs = tuple((m, min(e, b) - max(s, a)) for m, a, b in spans if a < e and b > s)
             fn(e - s, *[take_rows(a, s, e) for a in args], out=[o[s:e] for o in out], _segs=segs)
@@ -116,6 +139,7 @@ def tiled_group(fn: Callable, rows: int) -> Callable:
 
 
 __all__ = [
+    "CancelSlot",
     "TILE_BYTES",
     "UNTILED_ROWS",
     "WEIGHT_RATIO",

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from acrobat.backends import get_backend
+from acrobat.backends.tiling import CancelSlot
 from acrobat.codegen.host import LOOP_MESSAGE
 from acrobat.codegen.host_c import MODULE_PLACEHOLDER
 from acrobat.codegen.records import ARGS, INST, KEY, OUT, READ_ARGMAX, STRIDE, float_bits
@@ -425,10 +426,13 @@ class Runtime:
         self.fns, self.sources = [], {}
         # elementwise chains as one native call: a NumPy-backend option (CompileOptions)
         fused = {}
+        # where a run's cancel flag is, for tiled launches to read between their tiles
+        self.cancel_slot = CancelSlot()
         if self.backend.name == "numpy":  # (and the engine's products and chains)
             fused = {
                 "fused_elementwise": prog.options.fused_elementwise,
                 "products": self.engine.products,
+                "cancel": self.cancel_slot,
             }
         for k in self.kernels:
             fn, src = self.backend.compile(k, prog.params, **fused)
@@ -532,17 +536,17 @@ class Runtime:
 
     @contextlib.contextmanager
     def cancellable(self, flag: bytearray | None):
-        """While a run holds the process: its cancel flag where the executor's launch loop
-        and the native flush read it, the previous one (an enclosing run's) put back after."""
+        """While a run holds the process: its cancel flag where the executor's launch loop,
+        the native flush and tiled launches (between tiles) read it, the previous one (an enclosing run's) put back after."""
         ex, native = self.executor, self.engine.flush
         before = ex.cancel
-        ex.cancel = flag
+        ex.cancel = self.cancel_slot.flag = flag
         if native is not None:
             native.set_cancel(*((None,) if flag is None else (flag, RunCancelled)))
         try:
             yield
         finally:
-            ex.cancel = before
+            ex.cancel = self.cancel_slot.flag = before
             if native is not None:
                 native.set_cancel(*((None,) if before is None else (before, RunCancelled)))
 

@@ -11,7 +11,8 @@ then ``repeats`` timed ones. Every time shown (status line, Compare and Ablate r
 is a median with its spread from one record of the timed runs (``record``, a
 :class:`~acrobat.viz.timing_record.TimingRecord`). With ``background=True`` (the app) the work runs on one worker thread
 per store, so the server keeps answering: ``busy``, ``progress`` and ``progress_text`` say what
-it is doing, :meth:`ExplorerState.cancel` stops it between runs, and a new request supersedes
+it is doing, :meth:`ExplorerState.cancel` stops it mid-run (each job's ``acrobat.CancelToken``
+is given to its runs: they stop before their next launch), and a new request supersedes
 the work in flight (the newest setting wins).
 """
 
@@ -145,7 +146,7 @@ class ExplorerState(param.Parameterized):
         self._busy = 0
         self._measured = 0  # measurements so far (an entry says which one timed it)
         self._lock = threading.RLock()
-        self._tokens: list[threading.Event] = []  # one per queued or running job
+        self._tokens: list[runner.CancelToken] = []  # one per queued or running job
         self._local = threading.local()  # the token of the job this thread runs
         self._jobs: queue.SimpleQueue | None = None  # the worker thread's queue
         self._last_progress = 0.0
@@ -182,7 +183,7 @@ class ExplorerState(param.Parameterized):
         if not self.background:
             fn(*args)
             return
-        token = threading.Event()
+        token = runner.CancelToken()
         with self._lock:
             for old in self._tokens:
                 old.set()
@@ -207,7 +208,7 @@ class ExplorerState(param.Parameterized):
                 self._jobs.put(None)
                 self._jobs = None
 
-    def _job(self, fn, args, token: threading.Event) -> None:
+    def _job(self, fn, args, token: runner.CancelToken) -> None:
         self._local.token = token
         try:
             if not token.is_set():
@@ -225,7 +226,7 @@ class ExplorerState(param.Parameterized):
 
     def cancel(self) -> None:
         """Stop the work in flight and drop queued work: a compiling child is killed within
-        ``compile_worker.POLL_S``, a run stops before the next one. What had finished stays
+        ``compile_worker.POLL_S``, a run before its next kernel launch. What had finished stays
         shown, and the sidebar goes back at once to the settings of the runs shown; the
         progress line says "cancelling…" until the job has stopped."""
         with self._lock:
@@ -264,6 +265,11 @@ class ExplorerState(param.Parameterized):
         token = getattr(self._local, "token", None)
         return token is not None and token.is_set()
 
+    @property
+    def _token(self) -> runner.CancelToken | None:
+        """This thread's job's token: the runs it starts stop mid-run once it is set."""
+        return getattr(self._local, "token", None)
+
     def _check(self) -> None:
         """Raise ``runner.Cancelled`` if this thread's job was cancelled."""
         token = getattr(self._local, "token", None)
@@ -296,7 +302,7 @@ class ExplorerState(param.Parameterized):
         a thread that runs no job gets its own cancel token (so ``cancel()`` reaches it)."""
         own = getattr(self._local, "token", None) is None
         if own:
-            self._local.token = threading.Event()
+            self._local.token = runner.CancelToken()
             with self._lock:
                 self._tokens.append(self._local.token)
         self._enter_busy()
@@ -458,7 +464,7 @@ class ExplorerState(param.Parameterized):
                     self.param.update(run_error="", origin=self._describe(runs), **traces)
                     self._shown = self._run_settings()
                     configs = {
-                        p: runner.run_stats(self._compiled, instances, p, self.backend)
+                        p: runner.run_stats(self._compiled, instances, p, self.backend, self._token)
                         for p in measured
                     }
                     options = options_label(self.disabled)
@@ -503,7 +509,7 @@ class ExplorerState(param.Parameterized):
         return self.trace_a if side == "a" else self.trace_b
 
     def _traced(self, instances: list, policy: str) -> runner.Ran:
-        return runner.run_program(self._compiled, instances, policy, self.backend)
+        return runner.run_program(self._compiled, instances, policy, self.backend, self._token)
 
     def _run_failure(self, err: AcrobatError, what: str = "") -> str:
         """Why a run failed: the backend (named, with its reason) when it is to blame, else
@@ -542,7 +548,7 @@ class ExplorerState(param.Parameterized):
         if key not in self._estimates:
             self._set_progress(-1, f"estimating one run of {len(instances)} instances")
             self._estimates = {
-                key: runner.probe_ms(self._compiled, instances, policy, self.backend)
+                key: runner.probe_ms(self._compiled, instances, policy, self.backend, self._token)
             }
         return self._estimates[key]
 
@@ -742,7 +748,7 @@ class ExplorerState(param.Parameterized):
                         )
                     name = f"{policy} · {options_label(disabled)}"
                     configs[name] = runner.run_stats(
-                        compiled[disabled], instances, policy, self.backend
+                        compiled[disabled], instances, policy, self.backend, self._token
                     )
                     labels[name] = (policy, options_label(disabled))
                 repeats, note = self._plan(instances, runs[0][0], len(configs))

@@ -19,8 +19,9 @@ AUTO = "auto"  # acrobat.run(backend="auto"): a choice among the backends, not o
 PROBE_SMALL, PROBE_LARGE = 2, 8  # instances in the runs that estimate a run's cost
 
 
-class Cancelled(Exception):
-    """The user cancelled the work in flight (raised by a progress hook between runs)."""
+CancelToken = acrobat.CancelToken  # a job's token: set() stops its runs mid-run
+Cancelled = acrobat.RunCancelled  # the user cancelled the work in flight: raised by a run
+# given the job's token (before its next launch) or by a progress hook between runs
 
 
 def policy_names() -> tuple[str, ...]:
@@ -109,10 +110,16 @@ def compile_module(module, params: dict, disabled: tuple[str, ...] = ()) -> Comp
     return Compiled(program, program.trace, (time.perf_counter() - started) * 1000)
 
 
-def run_program(compiled: Compiled, instances: list, policy: str, backend: str) -> Ran:
-    """Run ``instances`` under ``policy`` with node-level tracing (raises ``AcrobatError``)."""
+def run_program(compiled: Compiled, instances: list, policy: str, backend: str, cancel=None) -> Ran:
+    """Run ``instances`` under ``policy`` with node-level tracing (raises ``AcrobatError``,
+    or :data:`Cancelled` once ``cancel`` is set)."""
     result = acrobat.run(
-        compiled.program, instances, policy=policy, backend=backend, trace_level="nodes"
+        compiled.program,
+        instances,
+        policy=policy,
+        backend=backend,
+        trace_level="nodes",
+        cancel=cancel,
     )
     return Ran(policy, result.trace)
 
@@ -122,25 +129,33 @@ class PlainRuns:
     """Calling it runs ``instances`` once as a plain ``acrobat.run`` call does (its default
     trace level, batches: recorded on the untraced run's path) and returns the run's
     ``stats``: what :func:`time_runs` times. Every run's trace is kept, in order, so the
-    Timeline can draw one of the timed runs themselves."""
+    Timeline can draw one of the timed runs themselves. A run stops mid-way once
+    ``cancel`` (a :data:`CancelToken`) is set."""
 
     compiled: Compiled
     instances: list
     policy: str
     backend: str
     traces: list = field(default_factory=list)
+    cancel: Any = None
 
     def __call__(self) -> dict:
         result = acrobat.run(
-            self.compiled.program, self.instances, policy=self.policy, backend=self.backend
+            self.compiled.program,
+            self.instances,
+            policy=self.policy,
+            backend=self.backend,
+            cancel=self.cancel,
         )
         self.traces.append(result.trace)
         return result.stats
 
 
-def run_stats(compiled: Compiled, instances: list, policy: str, backend: str) -> PlainRuns:
+def run_stats(
+    compiled: Compiled, instances: list, policy: str, backend: str, cancel=None
+) -> PlainRuns:
     """The plain runs of ``instances`` under ``policy`` that :func:`time_runs` times."""
-    return PlainRuns(compiled, instances, policy, backend)
+    return PlainRuns(compiled, instances, policy, backend, cancel=cancel)
 
 
 def time_runs(
@@ -155,7 +170,7 @@ def time_runs(
     return acrobat.measure(configs, repeats=repeats, warmup=warmup, on_run=on_run)
 
 
-def probe_ms(compiled: Compiled, instances: list, policy: str, backend: str) -> float:
+def probe_ms(compiled: Compiled, instances: list, policy: str, backend: str, cancel=None) -> float:
     """Estimate one plain run (``run_stats``) of all ``instances`` (CPU ms) before it: run one
     instance (untimed: it compiles the kernels), then time ``PROBE_SMALL`` and
     ``PROBE_LARGE`` instances and extend the line through them (a fixed cost plus a cost per
@@ -167,7 +182,7 @@ def probe_ms(compiled: Compiled, instances: list, policy: str, backend: str) -> 
         # server drawing another page, a build) must not make the estimate swing. (BLAS
         # threads are not counted: at the probe's few instances the kernels are small.)
         started = time.thread_time()
-        acrobat.run(compiled.program, xs, policy=policy, backend=backend)
+        acrobat.run(compiled.program, xs, policy=policy, backend=backend, cancel=cancel)
         return (time.thread_time() - started) * 1000
 
     n = len(instances)

@@ -105,3 +105,29 @@ def test_the_backend_says_which_kernels_it_tiles():
     _, small = _prog("treelstm", "small")
     fn, src = NumpyBackend().compile(next(iter(small.kernels.values())), small.params)
     assert not hasattr(fn, "rows") and not src.startswith("#")
+
+
+def test_a_tiled_launch_stops_between_tiles_once_its_run_is_cancelled():
+    """A long launch (Berxit's attention at b256: 256 tiles, seconds) reads its runtime's
+    cancel slot between tiles: the tile under way finishes, no other starts."""
+    from acrobat.backends.tiling import CancelSlot, tiled
+    from acrobat.errors import RunCancelled
+
+    slot, calls = CancelSlot(), []
+
+    def kernel(n, x, out):
+        calls.append(n)
+        out[0][...] = x
+        if slot.flag is not None:
+            slot.flag[0] = 1  # cancelled while the first tile runs
+
+    slot.flag = bytearray(1)
+    x = np.ones((10, 3), np.float32)
+    out = np.zeros_like(x)
+    with pytest.raises(RunCancelled):
+        tiled(kernel, 4, slot)(10, x, out=[out])
+    assert calls == [4]
+    slot.flag = None  # no run, or a run without a token: every tile runs
+    calls.clear()
+    tiled(kernel, 4, slot)(10, x, out=[out])
+    assert calls == [4, 4, 2]

@@ -105,3 +105,30 @@ def test_a_cancel_is_not_an_acrobat_error_and_gives_back_the_process():
     with pytest.raises(acrobat.RunCancelled):
         acrobat.run(program("treelstm"), xs, cancel=token)
     assert (sys.getrecursionlimit(), gc.isenabled()) == (limit, collecting)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", ["reference", "native"])
+def test_a_berxit_run_cancelled_from_another_thread_stops_quickly(engine):
+    """Berxit small at 128 instances (seconds a run, most of it in launches split into
+    tiles): set from a timer thread mid-run, the run raises soon after. The guard is
+    generous (a loaded machine); the printed time is the number to read."""
+    import threading
+    import time
+
+    if engine == "native" and native.load() is None:
+        pytest.skip(f"native: {native.status()}")
+    spec = acrobat.models.load("berxit", "small")
+    prog = acrobat.compile(spec.module, spec.params)
+    xs = spec.workload(128, 0)
+    acrobat.run(prog, xs[:4], engine=engine)  # kernels compiled, caches warm
+    token, fired = acrobat.CancelToken(), []
+    timer = threading.Timer(0.5, lambda: (fired.append(time.monotonic()), token.set()))
+    timer.start()
+    with pytest.raises(acrobat.RunCancelled):
+        acrobat.run(prog, xs, engine=engine, strategy="batched", cancel=token)
+    stopped = time.monotonic() - fired[0]
+    print(f"\n{engine}: stopped {stopped * 1e3:.0f} ms after the token was set")
+    assert stopped < 5.0
+    res = acrobat.run(prog, xs[:4], engine=engine)
+    assert_outputs_equal(res.outputs, [spec.reference(x) for x in xs[:4]], "berxit")
