@@ -104,6 +104,9 @@ class ExplorerState(param.Parameterized):
         doc="output: every configuration timed on this workload (all times shown are its)",
     )
     comparison = param.List(default=[], item_type=CompareRow, doc="output: rows of runs so far")
+    gap = param.Parameter(
+        default=None, doc="output: acrobat.gap_report of the workload shown (on request), or None"
+    )
     busy = param.Boolean(default=False, doc="output: True while compiling or running")
     progress = param.Integer(default=-1, bounds=(-1, 100), doc="output: percent done, -1: unknown")
     progress_text = param.String(default="", doc="output: what the work in flight is doing")
@@ -697,8 +700,24 @@ class ExplorerState(param.Parameterized):
 
     @param.depends("trace_a", "trace_b", watch=True)
     def _clear_selection(self) -> None:
-        """A new run ends the selection: its batch and node numbers were the old run's."""
-        self.param.update(selected_batch=None, selected_node=None)
+        """A new run ends the selection and the gap report: they were the old run's."""
+        self.param.update(selected_batch=None, selected_node=None, gap=None)
+
+    def explain_gap(self) -> bool:
+        """Why the schedule is above the lower bound: ``acrobat.gap_report`` of the program
+        on the workload shown (one more batched run); sets ``gap``, or ``run_error``."""
+        with self._working():
+            if self._compiled is None and not self.compile():
+                return False
+            self._set_progress(-1, "explaining the launches above the lower bound (one run)")
+            try:
+                instances = self._instances(self.batch_size)
+                report = runner.gap_report(self._compiled, instances, self.backend, self.source)
+            except AcrobatError as err:
+                self.run_error = self._run_failure(err, "the gap report could not run")
+                return False
+            self.gap = report
+            return True
 
     @param.depends("optimizations", watch=True)
     def _options_changed(self) -> None:

@@ -195,6 +195,12 @@ def probe_ms(compiled: Compiled, instances: list, policy: str, backend: str, can
     return fixed + per_instance * n
 
 
+def gap_report(compiled: Compiled, instances: list, backend: str, source: str):
+    """``acrobat.gap_report``: one more batched run of ``instances``, its recorded DFGs
+    scheduled by ``acrobat`` and both DyNet policies, per kernel against its lower bound."""
+    return acrobat.gap_report(compiled.program, instances, backend=backend, source=source)
+
+
 def load_spec(model: str, size: str):
     """The built-in model at ``size``: source, module, seeded weights, instance generator."""
     return acrobat.models.load(model, size)

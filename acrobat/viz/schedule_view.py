@@ -3,9 +3,10 @@
 Schedule: the batches of a run in launch order (``BatchFormed``), one bar per batch whose height
 is the batch size and whose colour is the kernel; a vertical span marks the lower bound (the
 fewest batches any schedule could use, summed over run passes from ``ScheduleFormed``). Two
-policies are drawn side by side with shared kernel colours and one shared x range; each figure's
-title and frame take its policy's colour, legends sit outside the bars, sizes can be drawn on a
-log axis, and a click on a bar selects that batch (the explorer links it to the DFG view).
+policies are drawn side by side with shared kernel colours and one shared x range (or each its
+own); dotted lines mark where a run pass starts; each figure's title and frame take its policy's
+colour, legends sit outside the bars, sizes can be drawn on a log axis, and a click on a bar
+selects that batch (the explorer links it to the DFG view).
 
 Timeline: a profiler view of one run's nested slices (``acrobat.trace.run_slices``) on stacked
 lanes: the run, its host phases (``HostSpan``), its batches (``KernelLaunched``) and their gather /
@@ -61,6 +62,7 @@ class ScheduleModel:
     batches: int
     nodes: int
     run_passes: int
+    pass_starts: tuple[int, ...] = ()  # x where a run pass starts (after the first)
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,9 @@ def schedule_model(trace: Trace) -> ScheduleModel:
         batches=len(formed),
         nodes=sum(schedule.nodes for schedule in schedules),
         run_passes=len(schedules),
+        pass_starts=tuple(
+            n for n in range(1, len(formed)) if formed[n].run_pass != formed[n - 1].run_pass
+        ),
     )
 
 
@@ -186,6 +191,17 @@ def schedule_figure(
             name="lower_bound_label",
         )
     )
+    # a run pass ends where tensor values were read back (StackRNN: ~100 per run): a dotted
+    # line between its last batch and the next pass's first
+    fig.vspan(
+        x="x",
+        source=ColumnDataSource({"x": []}),
+        line_color="#6e7781",
+        line_dash="dotted",
+        line_width=1,
+        name="pass_starts",
+        level="underlay",
+    )
     fig.outline_line_width = 3
     fill_schedule_figure(fig, model, colors)
     return fig
@@ -209,43 +225,64 @@ def fill_schedule_figure(fig, model: ScheduleModel, colors: dict[str, str]) -> N
     fig.title.text_color = fig.outline_line_color = policy_color(model.policy)
     fig.x_range.end = max(fig.x_range.end, max(model.batches, model.lower_bound, 1) * 1.04)
     fig.y_range.end = max(model.data["size"], default=1) * (1.5 if log_y else 1.08)
+    fig.select_one({"name": "pass_starts"}).data_source.data = {"x": list(model.pass_starts)}
     fig.select_one({"name": "lower_bound"}).location = model.lower_bound
     label = fig.select_one({"name": "lower_bound_label"})
     label.x, label.text = model.lower_bound, f"lower bound {model.lower_bound}"
 
 
-def _shared_end(models: list[ScheduleModel]) -> float:
+def _end(models: list[ScheduleModel]) -> float:
     return max([max(m.batches, m.lower_bound, 1) for m in models]) * 1.04
 
 
-def schedule_pair(trace_a: Trace, trace_b: Trace | None = None, log_y: bool = False):
+def schedule_pair(
+    trace_a: Trace, trace_b: Trace | None = None, log_y: bool = False, shared_x: bool = True
+):
     """Policy A's schedule beside policy B's (one figure when B is absent), with shared kernel
-    colours and one shared x range (batch index), so equal positions line up. Each has its own
-    y axis: eager's batches of 1 would vanish beside batches of 1000 (or use ``log_y``)."""
+    colours and, with ``shared_x``, one shared x range (batch index), so equal positions line
+    up; without it each spans its own batches (acrobat's 375 are not squeezed beside eager's
+    thousands). Each has its own y axis: eager's batches of 1 would vanish beside batches of
+    1000 (or use ``log_y``)."""
     traces = [trace_a] if trace_b is None else [trace_a, trace_b]
     colors = kernel_colors(*traces)
     models = [schedule_model(trace) for trace in traces]
-    x_range = Range1d(0, _shared_end(models))
+    shared = Range1d(0, _end(models))
     figures = [
-        schedule_figure(model, colors, f"schedule-{side}", x_range, log_y)
+        schedule_figure(
+            model, colors, f"schedule-{side}", shared if shared_x else Range1d(0, 1), log_y
+        )
         for model, side in zip(models, "ab")
     ]
     return row(*figures, sizing_mode="stretch_width", name="schedule-pair")
 
 
+def shares_x(layout) -> bool:
+    """Whether the figures of a ``schedule_pair`` layout share one x range."""
+    ranges = {id(fig.x_range) for fig in layout.children}
+    return len(ranges) == 1
+
+
 def refresh_schedule_pair(
-    layout, trace_a: Trace, trace_b: Trace | None = None, log_y: bool = False
+    layout,
+    trace_a: Trace,
+    trace_b: Trace | None = None,
+    log_y: bool = False,
+    shared_x: bool = True,
 ) -> bool:
     """Show new runs in a layout made by ``schedule_pair``, in place. False (and nothing
-    changed) when the layout has a different number of figures or y scale: build a new one."""
+    changed) when the layout has a different number of figures, y scale or x range sharing:
+    build a new one."""
     traces = [trace_a] if trace_b is None else [trace_a, trace_b]
     if layout is None or len(layout.children) != len(traces):
         return False
     if any((fig.y_scale.__class__.__name__ == "LogScale") != log_y for fig in layout.children):
         return False
+    if len(traces) > 1 and shares_x(layout) != shared_x:
+        return False
     colors = kernel_colors(*traces)
     models = [schedule_model(trace) for trace in traces]
-    layout.children[0].x_range.end = _shared_end(models)
+    for fig, model in zip(layout.children, models):
+        fig.x_range.end = _end(models if shared_x else [model])
     for fig, model in zip(layout.children, models):
         fill_schedule_figure(fig, model, colors)
     return True

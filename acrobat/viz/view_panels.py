@@ -26,6 +26,7 @@ from acrobat.viz.dfg_view import (
     highlight_dfg,
     instances_in,
 )
+from acrobat.viz.gap_view import GAP_CSS, gap_html
 from acrobat.viz.ir_view import TABLE_CSS
 from acrobat.viz.lazy_view import LazyView
 from acrobat.viz.schedule_view import (
@@ -256,11 +257,13 @@ def _box_html(box) -> str:
 
 
 class ScheduleView(LazyView):
-    """Policy A's and policy B's batches side by side on one x range, with the lower bound
-    marked; clicking a bar selects that batch (``state.selected_batch``), which the DFG view
-    outlines. ``log_y`` draws the batch sizes on a log axis."""
+    """Policy A's and policy B's batches side by side on one x range (``shared_x``) or each
+    on its own, with the lower bound and the run passes' starts marked; clicking a bar selects
+    that batch (``state.selected_batch``), which the DFG view outlines. ``log_y`` draws the
+    batch sizes on a log axis."""
 
     log_y = param.Boolean(default=False, doc="batch sizes on a log axis")
+    shared_x = param.Boolean(default=True, doc="one x range for policy A and B")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -273,9 +276,17 @@ class ScheduleView(LazyView):
             sizing_mode="stretch_width",
             css_classes=["batch-details"],
         )
+        self.gap_button = pn.widgets.Button(
+            label="Why above the lower bound?", css_classes=["gap-button"], width=220
+        )
+        self.gap_button.on_click(lambda _event: self.state.submit(self.state.explain_gap))
+        self.gap = pn.pane.HTML(
+            "", stylesheets=[GAP_CSS], sizing_mode="stretch_width", css_classes=["gap-report"]
+        )
         self.watch_state("trace_a", "trace_b")
         self.state.param.watch(lambda *_: self.on_page(self._show_selection), "selected_batch")
-        self.param.watch(self._refresh, "log_y")
+        self.state.param.watch(lambda *_: self.on_page(self._show_gap), ["gap", "viewing"])
+        self.param.watch(self._refresh, ["log_y", "shared_x"])
         self._refresh()
 
     @property
@@ -285,13 +296,25 @@ class ScheduleView(LazyView):
 
     def __panel__(self):
         toggle = pn.widgets.Checkbox.from_param(self.param.log_y, label="Log-scale batch sizes")
+        shared = pn.widgets.Checkbox.from_param(
+            self.param.shared_x, label="Same x range for A and B", css_classes=["shared-x"]
+        )
         return pn.Column(
-            pn.Row(self.summary, toggle),
+            pn.Row(self.summary, toggle, shared),
             self.placeholder,
             self.plot,
             self.details,
+            self.gap_button,
+            self.gap,
             sizing_mode="stretch_width",
         )
+
+    def _show_gap(self, *_events) -> None:
+        """The gap report of the workload shown, once asked for (a file shown read-only has
+        no program to run: the button is off)."""
+        report = self.state.gap
+        self.gap_button.disabled = bool(self.state.viewing)
+        self.gap.object = gap_html(report) if report is not None else ""
 
     def _refresh(self, *_events) -> None:
         traces = [t for t in (self.state.trace_a, self.state.trace_b) if t is not None]
@@ -299,8 +322,9 @@ class ScheduleView(LazyView):
         if not traces:
             self.plot.object, self.summary.object, self.details.object = None, "", ""
             return
-        if not refresh_schedule_pair(self.plot.object, *traces, log_y=self.log_y):
-            self.plot.object = schedule_pair(*traces, log_y=self.log_y)
+        shape = {"log_y": self.log_y, "shared_x": self.shared_x}
+        if not refresh_schedule_pair(self.plot.object, *traces, **shape):
+            self.plot.object = schedule_pair(*traces, **shape)
             for side, fig in zip("AB", self.plot.object.children):
                 source = fig.select_one({"name": "batches"}).data_source
                 source.selected.on_change("indices", self._bar_tapped(side))
@@ -314,6 +338,7 @@ class ScheduleView(LazyView):
             )
         self.summary.object = " &nbsp;|&nbsp; ".join(lines)
         self._show_selection()
+        self._show_gap()
 
     def _bar_tapped(self, side: str):
         def tapped(_attr, _old, new) -> None:

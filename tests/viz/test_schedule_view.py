@@ -20,6 +20,7 @@ from acrobat.viz.schedule_view import (
     schedule_figure,
     schedule_model,
     schedule_pair,
+    shares_x,
     timeline_model,
     timeline_pair,
 )
@@ -90,6 +91,31 @@ def test_refresh_in_place_keeps_the_figures_and_shows_the_new_runs(treelstm):
     assert fig_b.x_range.end >= len(eager.of(BatchFormed))
     assert not refresh_schedule_pair(pair, a)  # one figure wanted: the caller rebuilds
     assert not refresh_schedule_pair(None, a, b)
+
+
+def test_each_policy_can_span_its_own_batches(treelstm):
+    a, eager = treelstm.runs["acrobat"], treelstm.runs["eager"]
+    shared = schedule_pair(a, eager)
+    assert shares_x(shared) and shared.children[0].x_range.end >= len(eager.of(BatchFormed))
+    own = schedule_pair(a, eager, shared_x=False)
+    fig_a, fig_b = own.children
+    assert not shares_x(own)
+    n_a, n_b = len(a.of(BatchFormed)), len(eager.of(BatchFormed))
+    assert n_a < n_b and n_a <= fig_a.x_range.end < n_b <= fig_b.x_range.end
+    assert not refresh_schedule_pair(own, a, eager, shared_x=True)  # the caller rebuilds
+    assert refresh_schedule_pair(own, eager, a, shared_x=False)
+    assert fig_b.x_range.end < n_b <= fig_a.x_range.end  # each range follows its new run
+
+
+def test_a_line_marks_where_each_run_pass_starts(stackrnn):
+    trace = stackrnn.runs["acrobat"]
+    model = schedule_model(trace)
+    passes = model.data["run_pass"]
+    assert len(model.pass_starts) == model.run_passes - 1 > 0
+    for x in model.pass_starts:  # between the last batch of one pass and the next's first
+        assert passes[x - 1] + 1 == passes[x]
+    fig = schedule_figure(model, kernel_colors(trace))
+    assert _source(fig, "pass_starts").data["x"] == list(model.pass_starts)
 
 
 def test_timeline_has_a_slice_per_span_launch_and_step(treelstm):
