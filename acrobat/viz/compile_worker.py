@@ -6,17 +6,18 @@ process. :func:`compile_isolated` forks a child (from a ``forkserver`` started o
 acrobat already imported, so a compile costs a fork, not an interpreter start), lets it parse
 and compile under ``RLIMIT_AS``, and waits for its answer while checking ``should_stop`` (Cancel,
 a newer request, a closed page) every few milliseconds. A stop, the deadline or the memory
-limit kills the child at once. A child also dies with the fork server, which exits when the
-explorer's process does, however it ends (even SIGKILL). No GUI imports.
+limit kills the child at once. A child also ends itself once nobody can read its answer (the
+explorer's process is gone, however it ended: even SIGKILL, which runs no handler). No GUI
+imports.
 """
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing
 import os
 import resource
-import signal
+import select
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,6 @@ from typing import Any
 COMPILE_SECONDS = 30.0  # the longest one compile may take
 COMPILE_MEMORY_MB = 2048  # memory one compile may take, above what the child starts with
 POLL_S = 0.02
-_PR_SET_PDEATHSIG = 1  # prctl(2) option
 
 
 class CompileStopped(Exception):
@@ -81,20 +81,28 @@ def _compile(job: CompileJob) -> CompileOutcome:
     return CompileOutcome(module, used, ir_text, weights, compiled)
 
 
-def _die_with_parent(parent: int) -> None:
-    """SIGKILL this process when its parent (the fork server) exits (Linux's prctl)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: RLIMIT_CPU still ends the child
-        return
-    if os.getppid() != parent:  # the parent left before prctl took effect
-        os._exit(1)
+def _exit_when_unread(conn) -> None:
+    """End this process once the reading end of ``conn`` is closed: the explorer's process
+    is gone. (Its parent is the fork server, which outlives the explorer while any child it
+    made runs: each holds the fork server's keep-alive pipe, so no parent-death signal.)"""
+
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(conn.fileno(), 0)  # POLLERR and POLLHUP are always reported
+        while True:
+            for _, events in poller.poll():
+                if events & (select.POLLERR | select.POLLHUP):
+                    os._exit(1)
+                if events & select.POLLNVAL:  # closed here: the answer was sent
+                    return
+
+    threading.Thread(target=watch, name="reader-gone", daemon=True).start()
 
 
 def _child(job: CompileJob, conn, memory_bytes: int, seconds: float) -> None:
     from acrobat.errors import AcrobatError
 
-    _die_with_parent(os.getppid())
+    _exit_when_unread(conn)
     limit = _vm_bytes() + memory_bytes
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     # the kernel's own deadline too, should the server die without killing this child

@@ -81,3 +81,67 @@ def test_the_store_compiles_in_the_child_and_shows_errors_with_their_place():
     assert state.run(), state.run_error
     state.source = models.source("treelstm") + "\nW_big: Param[60000, 60000]\n"
     assert not state.compile() and "SizeLimitError" in state.error and state.error_line
+
+
+_KILLED_PARENT = """
+import time
+from acrobat.viz import compile_worker
+from acrobat.viz.compile_worker import CompileJob, compile_isolated
+
+
+def _forever(job):  # a compile that never ends (the child imports this file too)
+    time.sleep(120)
+
+
+compile_worker._compile = _forever
+if __name__ == "__main__":
+    print("compiling", flush=True)
+    compile_isolated(CompileJob("", "slow.py", {}, (), "treelstm", "tiny", edited=True))
+"""
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.add(int(entry))
+    return found
+
+
+def test_a_compile_dies_with_a_server_killed_outright(tmp_path):
+    """SIGKILL runs no handler: the fork server sees its parent's pipe close and exits, and
+    the compile child, whose parent-death signal is SIGKILL, goes with it."""
+    import signal
+    import subprocess
+    import sys
+
+    script = tmp_path / "server.py"
+    script.write_text(_KILLED_PARENT)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])),
+    )
+    server = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, env=env)
+    try:
+        assert server.stdout.readline().strip() == b"compiling"
+        deadline = time.monotonic() + 60
+        compiling: set[int] = set()
+        while not compiling and time.monotonic() < deadline:
+            compiling = {g for c in _children(server.pid) for g in _children(c)}
+            time.sleep(0.05)
+        assert compiling, "no compile process started"
+        server.send_signal(signal.SIGKILL)
+        server.wait(10)
+        killed = time.monotonic()
+        while not all(_gone(p) for p in compiling) and time.monotonic() - killed < 5:
+            time.sleep(0.05)
+        assert all(_gone(p) for p in compiling), compiling
+    finally:
+        server.kill()
+        server.wait(10)
