@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from acrobat.ir.list_ops import LIST_REDUCTIONS
 from acrobat.ir.nodes import (
     Expr,
     FnCall,
@@ -38,7 +39,8 @@ from acrobat.ir.nodes import (
 )
 from acrobat.ir.traversal import var_names, walk
 
-READS = ("item", "argmax")
+READS = ("item", "argmax", *LIST_REDUCTIONS)
+"""The ops that wait for tensor values (reads, and list reductions, answered as reads are)."""
 
 
 def is_barrier(e: Expr, fibers: frozenset[str]) -> bool:

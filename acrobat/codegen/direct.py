@@ -10,7 +10,7 @@ batched schedule and are dropped. ``parallel``/``map`` calls run one after the o
 function's calls of itself in tail position are a loop (no frame per step; a runaway loop
 stops after ``LOOP_LIMIT`` steps, as in the host program).
 
-The generated ``make(K0, K1, ..., np, AdtValue, to_list, from_list, WEIGHTS)`` takes the
+The generated ``make(K0, K1, ..., np, AdtValue, to_list, from_list, WEIGHTS, LISTS)`` takes the
 kernels as ``fn(*args) -> result`` for one instance (a tuple only for a kernel returning
 one; :func:`acrobat.codegen.numpy_kernels.compile_numpy_kernel` with ``per_instance=True``)
 and returns ``(entry, calls)``: ``calls()`` is the number of kernel calls made so far (the
@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from acrobat.codegen.host import LOOP_LIMIT, LOOP_MESSAGE, _Gen, calls_itself_in_tail, fn, v
+from acrobat.ir.list_ops import LIST_REDUCTIONS
 from acrobat.ir.nodes import (
     Expr,
     FnCall,
@@ -122,6 +123,11 @@ class _DirectGen(_Gen):
             self.emit(ind, f"{target} = float({self.atom(e.args[0])}.item())")
         elif e.op == "argmax":
             self.emit(ind, f"{target} = int({self.atom(e.args[0])}.argmax())")
+        elif e.op in LIST_REDUCTIONS:  # acrobat.ir.list_ops.ON_ITEMS on the lists' arrays
+            args = self.reduced_lists(e, ind) + [self.atom(a) for a in e.args[2:]]
+            if e.op == "list_sum":
+                args.append(repr(tuple(e.attr("shape"))))
+            self.emit(ind, f"{target} = LISTS[{e.op!r}]({', '.join(args)})")
         else:
             super().op(target, e, ind)
 
@@ -141,11 +147,12 @@ class _DirectGen(_Gen):
 
 def generate_direct(m: Module) -> DirectProgram:
     """Python source of the direct program: ``make(K0, ..., np, AdtValue, to_list,
-    from_list, WEIGHTS)`` returns ``(entry, calls)``."""
+    from_list, WEIGHTS, LISTS)`` returns ``(entry, calls)`` (``LISTS``: the list
+    reductions on lists of arrays, :data:`acrobat.ir.list_ops.ON_ITEMS`)."""
     kernels = [f.name for f in m.functions if f.is_kernel]
     g = _DirectGen(m, kernels)
     ks = "".join(f"K{i}, " for i in range(len(kernels)))
-    g.emit(0, f"def make({ks}np, AdtValue, to_list, from_list, WEIGHTS):")
+    g.emit(0, f"def make({ks}np, AdtValue, to_list, from_list, WEIGHTS, LISTS):")
     g.emit(1, '"""Direct program; K<k>(*args) runs kernel k for one instance."""')
     g.emit(1, "nk = 0")
     for f in m.functions:

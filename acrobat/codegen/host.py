@@ -37,9 +37,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from acrobat.analysis.independence import READS as READ_OPS
 from acrobat.analysis.independence import is_barrier, moves_depth
 from acrobat.codegen import ident
-from acrobat.codegen.records import CALL, PHASE, READ_ARGMAX, READ_ITEM, SPAWN, STRIDE, TAIL
+from acrobat.codegen.records import (
+    CALL,
+    PHASE,
+    READ_ARGMAX,
+    READ_ITEM,
+    REDUCE,
+    SPAWN,
+    STRIDE,
+    TAIL,
+)
+from acrobat.ir.list_ops import EMPTY, LIST_REDUCTIONS
 from acrobat.ir.nodes import (
     Const,
     CtorCall,
@@ -143,7 +154,7 @@ def depth_use(m: Module, fibers: frozenset[str]) -> dict[str, int]:
                 t = type(e)
                 if t is KernelCall:
                     level = max(level, MOVES if e.depth is None else READS)
-                elif t is Phase or t is OpCall and e.op in ("ghost", "item", "argmax"):
+                elif t is Phase or t is OpCall and (e.op == "ghost" or e.op in READ_OPS):
                     level = MOVES
                 elif t is FnCall or t is Map:
                     level = max(level, use.get(e.fn, FREE))
@@ -221,7 +232,10 @@ class _Gen:
         params = [v(p.name) for p in f.params]
         args = ", ".join(params + ["d"] if self.use[f.name] else params)
         self.emit(1, f"def {fn(f.name)}({args}):")
-        if any(isinstance(e, KernelCall) for e in walk(f.body)):
+        if any(
+            isinstance(e, KernelCall) or isinstance(e, OpCall) and e.op in LIST_REDUCTIONS
+            for e in walk(f.body)
+        ):
             self.emit(2, "nonlocal nv")
         self.is_fiber = f.name in self.fibers
         self.read_only = _read_only(f.body) if self.independence else frozenset()
@@ -501,6 +515,8 @@ class _Gen:
         elif e.op == "ghost":
             self.emit(ind, f"d += {e.attr('count', 1)}")
             self.emit(ind, f"{target} = ()")
+        elif e.op in LIST_REDUCTIONS:
+            self.list_reduction(target, e, ind)
         elif e.op in ("item", "argmax"):
             code = READ_ITEM if e.op == "item" else READ_ARGMAX
             self.emit(ind, f"{target} = yield ({code}, {self.atom(e.args[0])})")
@@ -509,6 +525,32 @@ class _Gen:
             self.emit(ind, f"d = d - d % {STRIDE} + {self.base}")
         else:
             raise NotImplementedError(f"tensor op {e.op} outside a kernel")
+
+    def reduced_lists(self, e: OpCall, ind: int) -> list[str]:
+        """Code binding the Python lists a list reduction reduces (and raising the error
+        of ``xs[0]`` where it needs an element and has none); returns their names."""
+        lists = [self.fresh() for _ in range(2 if e.op == "list_attend" else 1)]
+        for t, a in zip(lists, e.args):
+            self.emit(ind, f"{t} = to_list({self.atom(a)})")
+        if e.op != "list_sum":  # the max or softmax of nothing
+            n = f"min(len({lists[0]}), len({lists[1]}))" if len(lists) == 2 else f"len({lists[0]})"
+            self.emit(ind, f"if not {n}:")
+            self.emit(ind + 1, f"raise ValueError({EMPTY!r})")
+        return lists
+
+    def list_reduction(self, target: str, e: OpCall, ind: int) -> None:
+        """A list reduction: a request answered with the pass's reads, once everything
+        pending has run, by storing the result as the value id it takes here
+        (:mod:`acrobat.runtime.segments`); the depth restarts as after a read."""
+        attend = e.op == "list_attend"
+        lists = self.reduced_lists(e, ind)
+        self.emit(ind, "o = nv; nv = o + 1")
+        sig = (e.ty.shape, e.ty.dtype, e.args[-1].ty.shape if attend else ())
+        rest = f"{lists[1]}, {self.atom(e.args[2])}" if attend else "None, None"
+        kind = LIST_REDUCTIONS.index(e.op)
+        self.emit(ind, f"yield ({REDUCE}, ({kind}, o, {lists[0]}, {rest}, {sig!r}))")
+        self.emit(ind, f"d = d - d % {STRIDE} + {self.base}")
+        self.emit(ind, f"{target} = o")
 
     def parallel(self, target: str, e: Parallel, ind: int) -> None:
         """Every call starts at the same depth; the parent continues from their max.
@@ -590,7 +632,7 @@ def _read_only(body: Expr) -> frozenset[str]:
 def _yields(e: Expr, fibers) -> bool:
     return (
         isinstance(e, OpCall)
-        and e.op in ("item", "argmax")
+        and e.op in READ_OPS
         or isinstance(e, (FnCall, Map))
         and e.fn in fibers
         or isinstance(e, Parallel)

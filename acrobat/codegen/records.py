@@ -34,7 +34,11 @@ generators; they yield ``(op, payload)`` to the fiber scheduler
   so the callee replaces the caller (which is never resumed) and the fiber's stack does
   not grow with a recursion that ends in a call;
 * ``(SPAWN, generators)``: run independent children; resume with all their results;
-* ``(PHASE, None)``: wait at a phase barrier until every fiber has reached it.
+* ``(PHASE, None)``: wait at a phase barrier until every fiber has reached it;
+* ``(REDUCE, (kind, out, ids, ids2, query, signature))``: a list reduction
+  (:mod:`acrobat.ir.list_ops`) of the value ids ``ids`` (and ``ids2``, ``query`` for
+  ``attend``): answered with the reads, once the pending DFG has run, by storing its
+  result as value ``out`` (:mod:`acrobat.runtime.segments`).
 """
 
 from __future__ import annotations
@@ -43,8 +47,8 @@ import struct
 
 STRIDE = 1 << 32  # depth keys: phase * STRIDE + depth
 KEY, OUT, INST, ARGS = 0, 1, 2, 3  # record columns; arguments start at ARGS
-READ_ITEM, READ_ARGMAX, CALL, SPAWN, PHASE, TAIL = range(6)  # fiber request ops; the reads
-# first (the fiber scheduler tests ``op <= READ_ARGMAX``)
+READ_ITEM, READ_ARGMAX, CALL, SPAWN, PHASE, TAIL, REDUCE = range(7)  # fiber request ops; the
+# reads first (the fiber scheduler tests ``op <= READ_ARGMAX``)
 
 _FLOAT64, _INT64 = struct.Struct("<d"), struct.Struct("<q")
 
@@ -63,6 +67,7 @@ __all__ = [
     "PHASE",
     "READ_ARGMAX",
     "READ_ITEM",
+    "REDUCE",
     "SPAWN",
     "STRIDE",
     "TAIL",

@@ -1,24 +1,17 @@
 """List reductions: ``sum(xs)``, ``max(xs)``, ``argmax(xs)`` of a ``List`` of tensors and
-``attend(keys, values, query)``, written as generated helper functions.
+``attend(keys, values, query)``.
 
-Each is a balanced tree over the list: the helper splits the list in two halves (host code),
-reduces both in ``parallel`` and combines the two results, so every level of the tree, across
-the list and across every instance, is one batch: ``ceil(log2 n) + 1`` launches for a list of
-``n`` where a recursive helper over the list makes a chain of ``n`` (the ``acrobat`` policy
-batches by depth, and both halves of every split start at the same depth). The combines:
-
-* ``sum``: ``a + b`` (the empty list's sum is zeros);
-* ``max``: ``maximum(a, b)``, elementwise;
-* ``argmax`` of scores (``Tensor[()]`` or ``Tensor[1]``): the index of the largest, the first
-  of equal ones (a host int; each combine reads its two scores to the host);
-* ``attend``: the softmax over ``sum(k * query)`` of each key weighting the values, merged as
-  in online softmax: a leaf is ``(s, 1, v)``, two halves ``(m1, l1, a1)``, ``(m2, l2, a2)``
-  merge into ``(m, l1 e1 + l2 e2, a1 e1 + a2 e2)`` with ``m = max(m1, m2)`` and
-  ``ei = exp(mi - m)``; the result is ``a / l``. Keys and values are zipped (the shorter list
-  decides).
+``sum``, ``max`` and ``attend`` lower to one op each on the whole list
+(:mod:`acrobat.ir.list_ops`): the batched runtime answers every instance's reduction of a
+pass in one segmented launch, whatever the lists' lengths. ``argmax`` of scores
+(``Tensor[()]`` or ``Tensor[1]``: the index of the largest, the first of equal ones, a host
+int) is a generated helper, a balanced tree over the list: the helper splits the list in two
+halves (host code), reduces both in ``parallel`` and combines the two results (reading their
+scores to the host), so every level of the tree, across the list and across every instance,
+is one batch: ``ceil(log2 n) + 1`` launches for a list of ``n``.
 
 ``max``, ``argmax`` and ``attend`` of an empty list raise the typed error of ``xs[0]``, the
-same on every path. The helpers are source text lowered like the program's own functions.
+same on every path.
 """
 
 from __future__ import annotations
@@ -27,7 +20,7 @@ import ast
 
 from acrobat.errors import AcrobatTypeError
 from acrobat.frontend.generated import located
-from acrobat.ir.nodes import Expr, FnCall
+from acrobat.ir.nodes import Expr, FnCall, OpCall
 from acrobat.ir.types import INT, AdtType, TensorType, TupleType, Type
 
 REDUCTIONS = ("sum", "max", "argmax", "attend")
@@ -43,22 +36,15 @@ match xs:
         return Cons(x, a), b
 """
 
-_TREE = """\
+
+_ARGMAX = """\
 if n == 1:
-    return {leaf}
+    return xs[0], at
 h = n // 2
 left, right = {split}(xs, h)
-a, b = parallel({tree}(left, h{at_left}), {tree}(right, n - h{at_right}))
-{combine}
+a, b = parallel({tree}(left, h, at), {tree}(right, n - h, at + h))
+return b if item(sum(b[0] - a[0])) > 0.0 else a
 """
-
-_COMBINE = {
-    "sum": "return a + b",
-    "max": "return maximum(a, b)",
-    "argmax": "return b if item(sum(b[0] - a[0])) > 0.0 else a",
-    "attend": "m1, l1, a1 = a\nm2, l2, a2 = b\nm = maximum(m1, m2)\ne1 = exp(m1 - m)\n"
-    "e2 = exp(m2 - m)\nreturn m, l1 * e1 + l2 * e2, a1 * e1 + a2 * e2",
-}
 
 
 def _lst(t: Type) -> AdtType:
@@ -74,8 +60,8 @@ class ReductionCalls:
         self.register_helper(name, params, ret, located(ast.parse(text).body, node), node)
         return name
 
-    def tree(self, kind: str, elem: Type, ret: Type, node: ast.AST) -> str:
-        """The split and tree helpers of reduction ``kind`` over a List of ``elem``."""
+    def argmax_tree(self, elem: Type, node: ast.AST) -> str:
+        """The split and tree helpers of ``argmax`` over a List of ``elem``."""
         split = self.helper_name("split")
         self.register_helper(
             split,
@@ -84,17 +70,10 @@ class ReductionCalls:
             located(ast.parse(_SPLIT.format(split=split)).body, node),
             node,
         )
-        tree = self.helper_name(kind)
-        at = kind == "argmax"
-        text = _TREE.format(
-            leaf="xs[0], at" if at else "xs[0]",
-            split=split,
-            tree=tree,
-            at_left=", at" if at else "",
-            at_right=", at + h" if at else "",
-            combine=_COMBINE[kind],
-        )
-        params = [("xs", _lst(elem)), ("n", INT)] + ([("at", INT)] if at else [])
+        tree = self.helper_name("argmax")
+        text = _ARGMAX.format(split=split, tree=tree)
+        params = [("xs", _lst(elem)), ("n", INT), ("at", INT)]
+        ret = TupleType((elem, INT))
         self.register_helper(tree, params, ret, located(ast.parse(text).body, node), node)
         return tree
 
@@ -110,24 +89,20 @@ class ReductionCalls:
             raise AcrobatTypeError(f"{kind} of a List needs tensors, got List[{elem}]", sp)
         if kind == "attend":
             return self.attend(first, elem, node)
-        xs = [("xs", _lst(elem))]
-        if kind == "argmax":
-            if elem.size != 1 or len(elem.shape) > 1:
-                raise AcrobatTypeError(
-                    f"argmax of a List needs scores (Tensor[()] or Tensor[1]), got List[{elem}]",
-                    sp,
-                )
-            tree = self.tree(kind, elem, TupleType((elem, INT)), node)
-            # the empty list: xs[0] raises (the int() around it is never reached)
-            text = (
-                f"if len(xs) == 0:\n    return int(item(sum(xs[0])))\n"
-                f"return {tree}(xs, len(xs), 0)[1]"
+        if kind != "argmax":
+            attrs = (("shape", elem.shape),) if kind == "sum" else ()
+            return OpCall(f"list_{kind}", (first,), attrs, span=sp)
+        if elem.size != 1 or len(elem.shape) > 1:
+            raise AcrobatTypeError(
+                f"argmax of a List needs scores (Tensor[()] or Tensor[1]), got List[{elem}]", sp
             )
-            return FnCall(self.helper_fn("argmax", xs, INT, text, node), (first,), span=sp)
-        tree = self.tree(kind, elem, elem, node)
-        empty = f"zeros({elem.shape!r})" if kind == "sum" else "xs[0]"
-        text = f"if len(xs) == 0:\n    return {empty}\nreturn {tree}(xs, len(xs))"
-        return FnCall(self.helper_fn(kind, xs, elem, text, node), (first,), span=sp)
+        tree = self.argmax_tree(elem, node)
+        # the empty list: xs[0] raises (the int() around it is never reached)
+        text = (
+            f"if len(xs) == 0:\n    return int(item(sum(xs[0])))\nreturn {tree}(xs, len(xs), 0)[1]"
+        )
+        xs = [("xs", _lst(elem))]
+        return FnCall(self.helper_fn("argmax", xs, INT, text, node), (first,), span=sp)
 
     def attend(self, keys: Expr, key: TensorType, node: ast.Call) -> Expr:
         """``attend(keys, values, query)``: the softmax-weighted sum of the values."""
@@ -141,20 +116,4 @@ class ReductionCalls:
                 f"Tensor[D], got List[{key}], List[{value}] and {qt}",
                 sp,
             )
-        score = TensorType((1,), key.dtype)
-        triple = TupleType((score, score, value))
-        leaf = self.helper_fn(
-            "leaf",
-            [("k", key), ("v", value), ("q", key)],
-            triple,
-            "return sum(k * q, keepdims=True), ones(1), v",
-            node,
-        )
-        tree = self.tree("attend", triple, triple, node)
-        text = (
-            f"ls = map({leaf}, ks, vs, q)\nif len(ls) == 0:\n    return ls[0][2]\n"
-            f"m, l, acc = {tree}(ls, len(ls))\nreturn acc / l"
-        )
-        params = [("ks", _lst(key)), ("vs", _lst(value)), ("q", key)]
-        name = self.helper_fn("attend", params, value, text, node)
-        return FnCall(name, (keys, values, query), span=sp)
+        return OpCall("list_attend", (keys, values, query), span=sp)

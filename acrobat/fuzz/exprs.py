@@ -108,13 +108,13 @@ class ExprGen(HostGen):
             return self.nth(ctx, d, TensorType(s))
         if k == "generic":
             return self.generic_last(ctx, TensorType(s), self.t_create(s, ctx, 0))
-        if k == "reduce":  # a balanced tree of batched combines (frontend/reductions.py)
+        if k == "reduce":  # one segmented launch a pass (ir/list_ops.py, runtime/segments.py)
             red = self.src.choice(["sum", "max"])
-            self.feat.add("expr:list_" + red)
+            self.feat.update(("expr:list_" + red, "op:list_" + red))
             return f"{red}({self.src.choice(self.lists_of(ctx, TensorType(s)))})"
         if k == "attend":
             key = self.src.choice(keys)
-            self.feat.add("expr:attend")
+            self.feat.update(("expr:attend", "op:list_attend"))
             ks = self.src.choice(self.lists_of(ctx, key.args[0]))
             vs = self.src.choice(self.lists_of(ctx, TensorType(s)))
             return f"attend({ks}, {vs}, {self.tensor(key.args[0].shape, ctx, 0)})"

@@ -796,13 +796,19 @@ def _len_rule(ts, attrs):
     return INT
 
 
-def list_item(xs, k):
-    """``xs[k]`` of a List (a negative ``k`` counts from the end, as Python's); out of
-    range is a ``ValueError`` naming the index and the length."""
+def list_items(xs) -> list:
+    """The elements of a List value (its Cons cells walked), in order."""
     items = []
     while xs.ctor == "Cons":
         items.append(xs.fields[0])
         xs = xs.fields[1]
+    return items
+
+
+def list_item(xs, k):
+    """``xs[k]`` of a List (a negative ``k`` counts from the end, as Python's); out of
+    range is a ``ValueError`` naming the index and the length."""
+    items = list_items(xs)
     if not -len(items) <= k < len(items):
         raise ValueError(f"{LIST_INDEX_ERROR}: {k} for a list of {len(items)}")
     return items[k]
@@ -898,3 +904,7 @@ def infer_op(name: str, arg_types: list[Type], attrs: dict[str, Any]) -> Type:
         )
         raise AcrobatTypeError(f"{name} takes {want} argument(s), got {n}")
     return op.shape_rule(arg_types, resolve_attrs(op, attrs))
+
+
+# the list reductions register themselves in REGISTRY (their own module: they need list_items)
+from acrobat.ir import list_ops as _list_ops  # noqa: E402, F401

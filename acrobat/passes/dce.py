@@ -9,8 +9,9 @@ A binding that *may fail* stays even when unused: the reference interpreter rais
 an instance whose (dead) ``embed`` reads outside its table or whose host division is by
 zero, and a batched run must raise the same instance's error. May fail: ``embed`` (unless
 its id is a constant inside the table), host ``/ // % **``, ``scalar`` of a host int
-(the int64 range), ``xs[k]``, ``int()``/``float()`` of a host number, and calls of
-functions or kernels that contain any of these.
+(the int64 range), ``xs[k]``, ``max`` and ``attend`` of a List (an empty one),
+``int()``/``float()`` of a host number, and calls of functions or kernels that contain any
+of these.
 
 Same results and the same errors, fewer bindings.
 """
@@ -53,7 +54,7 @@ def op_may_fail(e: OpCall) -> bool:
         return not all(isinstance(a, Const) for a in e.args)
     if e.op == "scalar":
         return e.args[0].ty != FLOAT and not isinstance(e.args[0], Const)
-    if e.op == "h.nth":  # xs[k] out of range
+    if e.op in ("h.nth", "list_max", "list_attend"):  # xs[k] out of range; of an empty list
         return True
     if e.op in ("h.int", "h.float"):  # int(inf), int(nan); float of an int past 1e308
         return not isinstance(e.args[0], Const) and e.args[0].ty != BOOL

@@ -23,6 +23,7 @@ import numpy as np
 from acrobat.codegen.direct import generate_direct
 from acrobat.codegen.numpy_kernels import compile_numpy_kernel
 from acrobat.errors import AcrobatNameError, IndexOutOfRange, InstanceError
+from acrobat.ir.list_ops import ON_ITEMS
 from acrobat.ir.types import TensorType, TupleType
 from acrobat.ir.values import entry_args_all
 from acrobat.runtime.cancel import check as check_cancel
@@ -148,7 +149,7 @@ class DirectRunner:
         m = self.module
         checked = entry_args_all(m, instances, self.engine.checks)
         make = self.engine.maker
-        entry, calls = self.make(*self.fns, np, make, make.items, make.list, self.weights)
+        entry, calls = self.make(*self.fns, np, make, make.items, make.list, self.weights, ON_ITEMS)
         self.kept.clear()
         self.kept.update(self.weight_ids)
         t1 = time.perf_counter()

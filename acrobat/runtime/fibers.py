@@ -8,7 +8,9 @@ runs until it needs something:
   the pending DFG is executed in ONE batched pass and all reads are answered together;
 * SPAWN independent children (``parallel``/``map`` of fiber functions): each child is a
   fiber; the parent resumes with all their results once the last one finishes;
-* a PHASE barrier: it waits until every fiber has reached the barrier (or finished).
+* a PHASE barrier: it waits until every fiber has reached the barrier (or finished);
+* REDUCE a List (``sum``/``max``/``attend`` of a list): it blocks as a read does, and the
+  pass's reductions are answered with its reads (:mod:`acrobat.runtime.segments`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from acrobat.codegen.records import CALL, PHASE, READ_ARGMAX, READ_ITEM, SPAWN, TAIL
+from acrobat.codegen.records import CALL, PHASE, READ_ARGMAX, READ_ITEM, REDUCE, SPAWN, TAIL
 from acrobat.errors import InstanceError
 
 # the scheduler tells a read apart with one comparison, ``op <= READ_ARGMAX``
@@ -58,7 +60,8 @@ def run_fibers(
 ) -> tuple[list, int]:
     """Drive fibers to completion; returns (results by root order, DFG passes made).
 
-    ``read_all(ops, value ids)`` answers every read of a pass at once, in order."""
+    ``read_all(ops, value ids)`` answers every read of a pass at once, in order (a list
+    reduction's payload in place of its value id)."""
     results: list = [None] * len(roots)
     ready: deque = deque((f, None) for f in roots)
     reads: list = []
@@ -115,6 +118,8 @@ def run_fibers(
                         push((Fiber(g, fiber.inst, fiber, i), None))
                 elif op == PHASE:
                     barrier.append(fiber)
+                elif op == REDUCE:  # answered with the reads (acrobat.runtime.segments)
+                    add_read((fiber, op, payload))
                 break
         if reads:
             flush()

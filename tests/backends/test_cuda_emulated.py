@@ -133,3 +133,20 @@ def test_out_of_vocabulary_word_names_the_instance(word, runtimes):
 
 def backend_plans(prog):
     return [plan_kernel(k.function) for k in prog.kernels.values()]
+
+
+def test_list_reductions_equal_reference(tmp_path):
+    """``sum``/``max``/``attend`` of Lists: the segmented launches on the backend's arrays."""
+    from tests.frontend.test_list_reductions import REDUCE, _instance
+
+    m = acrobat.parse(REDUCE)
+    params = acrobat.init_params(m, 0)
+    prog = acrobat.compile(m, params)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(run_module, "get_backend", lambda name: EmulatedCudaBackend(prog, tmp_path))
+        runtime = run_module.Runtime(prog, "cuda-emulated")
+    xs = [_instance(n) for n in (1, 3, 12, 2)]
+    refs = [acrobat.evaluate(m, x, params) for x in xs]
+    for policy in POLICIES:
+        res = runtime.run(xs, policy, "off", None)
+        assert_outputs_equal(res.outputs, refs, f"list reductions/{policy} on emulated CUDA")

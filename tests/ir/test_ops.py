@@ -5,9 +5,16 @@ import pytest
 
 from acrobat.errors import AcrobatShapeError, AcrobatTypeError
 from acrobat.ir.ops import REGISTRY, infer_op
-from acrobat.ir.types import BOOL, FLOAT, INT, TensorType, TupleType
+from acrobat.ir.types import BOOL, FLOAT, INT, AdtType, TensorType, TupleType
+from acrobat.ir.values import from_list
 
 T = TensorType
+
+
+def L(t):
+    return AdtType("List", (t,))
+
+
 CASES = [
     ("dense", [T((4,)), T((3, 4)), T((3,))], {}, T((3,))),
     ("dense", [T((5, 4)), T((3, 4))], {}, T((5, 3))),
@@ -39,10 +46,15 @@ CASES = [
     ("ghost", [], {"count": 2}, TupleType(())),
     ("scalar", [INT], {}, TensorType(())),
     ("scalar", [FLOAT], {}, TensorType(())),
+    ("list_sum", [L(T((3,)))], {"shape": (3,)}, T((3,))),
+    ("list_max", [L(T((2, 3)))], {}, T((2, 3))),
+    ("list_attend", [L(T((3,))), L(T((2, 4))), T((3,))], {}, T((2, 4))),
 ]
 
 
 def value_for(t, rng):
+    if isinstance(t, AdtType):  # a List of three
+        return from_list([value_for(t.args[0], rng) for _ in range(3)])
     if isinstance(t, TensorType):
         return rng.standard_normal(t.shape).astype(np.float32)
     return {INT: 3, FLOAT: 1.5, BOOL: True}[t]
@@ -92,6 +104,10 @@ def test_every_op_is_covered_or_elementwise():
         ("embed", [T((10, 4)), FLOAT], {}, AcrobatTypeError),
         ("sigmoid", [T((4,)), T((4,))], {}, AcrobatTypeError),
         ("softmax", [T((4,))], {"dim": 0}, AcrobatTypeError),
+        ("list_sum", [T((3,))], {"shape": (3,)}, AcrobatTypeError),
+        ("list_sum", [L(T((3,)))], {"shape": (4,)}, AcrobatTypeError),
+        ("list_max", [L(INT)], {}, AcrobatTypeError),
+        ("list_attend", [L(T((3,))), L(T((2,))), T((4,))], {}, AcrobatTypeError),
         ("split", [T((4,))], {}, AcrobatTypeError),
         ("item", [T((2,))], {}, AcrobatShapeError),
         ("nope", [], {}, AcrobatTypeError),
