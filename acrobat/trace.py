@@ -120,7 +120,7 @@ class HostSpan(Event):
     """A span of host time. A batched run records "upload", "graph_construction" (the host
     program; a fiber program's flushes run inside it), per flush "dfg_arrays", "scheduling" and
     "execution", after a fiber program's flush "list_reductions" where it answered ``sum``,
-    ``max`` or ``attend`` of a List (:mod:`acrobat.runtime.segments`: one per launch), then
+    ``max``, ``argmax`` or ``attend`` of a List (:mod:`acrobat.runtime.segments`: one per launch), then
     "outputs", and "total" (the whole run); a direct run "direct" and "total"."""
 
     name: str

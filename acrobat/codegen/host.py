@@ -540,17 +540,25 @@ class _Gen:
 
     def list_reduction(self, target: str, e: OpCall, ind: int) -> None:
         """A list reduction: a request answered with the pass's reads, once everything
-        pending has run, by storing the result as the value id it takes here
-        (:mod:`acrobat.runtime.segments`); the depth restarts as after a read."""
+        pending has run, by storing the result as the value id it takes here (``argmax``:
+        answered with the index; :mod:`acrobat.runtime.segments`); the depth restarts as
+        after a read."""
         attend = e.op == "list_attend"
         lists = self.reduced_lists(e, ind)
-        self.emit(ind, "o = nv; nv = o + 1")
-        sig = (e.ty.shape, e.ty.dtype, e.args[-1].ty.shape if attend else ())
+        elem = e.args[0].ty.args[0]
+        # the launch's signature: (the result's shape, the dtype, the first list's shape)
+        shape = elem.shape if e.op == "list_argmax" else e.ty.shape
+        sig = (shape, elem.dtype, elem.shape)
         rest = f"{lists[1]}, {self.atom(e.args[2])}" if attend else "None, None"
         kind = LIST_REDUCTIONS.index(e.op)
-        self.emit(ind, f"yield ({REDUCE}, ({kind}, o, {lists[0]}, {rest}, {sig!r}))")
+        if e.op == "list_argmax":  # the answer is the index
+            request = f"({REDUCE}, ({kind}, None, {lists[0]}, None, None, {sig!r}))"
+            self.emit(ind, f"{target} = yield {request}")
+        else:
+            self.emit(ind, "o = nv; nv = o + 1")
+            self.emit(ind, f"yield ({REDUCE}, ({kind}, o, {lists[0]}, {rest}, {sig!r}))")
+            self.emit(ind, f"{target} = o")
         self.emit(ind, f"d = d - d % {STRIDE} + {self.base}")
-        self.emit(ind, f"{target} = o")
 
     def parallel(self, target: str, e: Parallel, ind: int) -> None:
         """Every call starts at the same depth; the parent continues from their max.

@@ -38,7 +38,8 @@ generators; they yield ``(op, payload)`` to the fiber scheduler
 * ``(REDUCE, (kind, out, ids, ids2, query, signature))``: a list reduction
   (:mod:`acrobat.ir.list_ops`) of the value ids ``ids`` (and ``ids2``, ``query`` for
   ``attend``): answered with the reads, once the pending DFG has run, by storing its
-  result as value ``out`` (:mod:`acrobat.runtime.segments`).
+  result as value ``out`` (an ``argmax``, whose ``out`` is None: with the index;
+  :mod:`acrobat.runtime.segments`).
 """
 
 from __future__ import annotations

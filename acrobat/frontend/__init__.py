@@ -71,11 +71,10 @@ What the language has:
   depend on tensor values.
 * **List reductions** ``sum(xs)``, ``max(xs)`` (elementwise) and ``argmax(scores)`` (a host
   int) of a ``List`` of tensors, and ``attend(keys, values, query)``, the softmax over
-  ``sum(k * query)`` weighting the values. ``sum``, ``max`` and ``attend`` wait for their
-  inputs as a read does and run as one segmented launch per pass over every instance's list,
-  whatever its length (:mod:`acrobat.runtime.segments`); ``argmax`` is a balanced tree of
-  batched combines, about ``log2(n)`` launches for a list of ``n``, where a recursive helper
-  makes ``n`` (see :mod:`acrobat.frontend.reductions`).
+  ``sum(k * query)`` weighting the values. Each waits for its inputs as a read does and runs
+  as one segmented launch per pass over every instance's list, whatever its length, where a
+  recursive helper makes one launch per element (:mod:`acrobat.ir.list_ops`,
+  :mod:`acrobat.runtime.segments`).
 * **Host ints** are Python's, and ``int ** int`` is an int: a negative exponent is a typed
   error (``2 ** -1``; write ``(a * 1.0) ** b`` or ``float(a) ** b`` for a float).
 * ``phase()`` starts the next program phase; only at the top level of ``main``, and not

@@ -104,7 +104,7 @@ class HostGen:
             return self.generic_last(ctx, INT, self.integer(ctx, d - 1))
         if k == "list_argmax":
             self.read("argmax")
-            self.feat.add("expr:list_argmax")
+            self.feat.update(("expr:list_argmax", "op:list_argmax"))
             return f"argmax({self.src.choice(self.score_lists(ctx))})"
         self.feat.add("expr:ifexp")
         a, b = self.integer(ctx, d - 1, index), self.integer(ctx, d - 1, index)

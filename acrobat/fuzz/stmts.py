@@ -232,7 +232,7 @@ class StmtGen:
         ctx.append((v, AdtType("List", (ret,))))
         if ret == TensorType((1,)) and self.src.boolean(0.6):  # the best score's index
             self.read("argmax")
-            self.feat.add("expr:list_argmax")
+            self.feat.update(("expr:list_argmax", "op:list_argmax"))
             k = self.fresh("k")
             lines.append(f"{ind}{k} = argmax({v})")
             ctx.append((k, INT))

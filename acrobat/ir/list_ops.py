@@ -15,9 +15,12 @@ segmented kernels must equal them.
 * ``list_sum``: the elementwise sum (the empty list's: zeros of the element type);
 * ``list_max``: the elementwise max;
 * ``list_attend``: the softmax over ``sum(k * query)`` of each key, weighting the values
-  (keys and values zipped: the shorter list decides).
+  (keys and values zipped: the shorter list decides);
+* ``list_argmax`` of scores (one-element tensors): the index of the largest, a host int
+  (the first of equal ones; a NaN counts as the largest, as in ``np.argmax``).
 
-``list_max`` and ``list_attend`` of an empty list raise the error of ``xs[0]``.
+``list_max``, ``list_attend`` and ``list_argmax`` of an empty list raise the error of
+``xs[0]``.
 """
 
 from __future__ import annotations
@@ -26,12 +29,12 @@ import numpy as np
 
 from acrobat.errors import AcrobatTypeError
 from acrobat.ir.ops import LIST_INDEX_ERROR, REQUIRED, OpKind, list_items, register
-from acrobat.ir.types import AdtType, TensorType
+from acrobat.ir.types import INT, AdtType, TensorType
 
 EMPTY = f"{LIST_INDEX_ERROR}: 0 for a list of 0"
 """The error of a reduction that needs an element, of an empty list (as ``xs[0]``'s)."""
 
-LIST_REDUCTIONS = ("list_sum", "list_max", "list_attend")
+LIST_REDUCTIONS = ("list_sum", "list_max", "list_attend", "list_argmax")
 
 
 def sum_of(items: list, shape) -> np.ndarray:
@@ -59,7 +62,19 @@ def attend_of(keys: list, values: list, query: np.ndarray) -> np.ndarray:
     return np.tensordot(w / w.sum(), vs, axes=1).astype(vs.dtype)
 
 
-ON_ITEMS = {"list_sum": sum_of, "list_max": max_of, "list_attend": attend_of}
+def argmax_of(items: list) -> int:
+    """The index of the largest of a list's one-element tensors."""
+    if not items:
+        raise ValueError(EMPTY)
+    return int(np.argmax(np.stack([x.reshape(()) for x in items])))
+
+
+ON_ITEMS = {
+    "list_sum": sum_of,
+    "list_max": max_of,
+    "list_attend": attend_of,
+    "list_argmax": argmax_of,
+}
 """Each reduction on Python lists of arrays (the direct program's)."""
 
 
@@ -73,6 +88,10 @@ def list_max(xs):
 
 def list_attend(keys, values, query):
     return attend_of(list_items(keys), list_items(values), query)
+
+
+def list_argmax(xs):
+    return argmax_of(list_items(xs))
 
 
 def _tensor_list(t, what: str) -> TensorType:
@@ -116,3 +135,19 @@ def _attend_rule(ts, attrs):
             f"Tensor[D], got List[{key}], List[{value}] and {ts[2]}"
         )
     return value
+
+
+@register(
+    "list_argmax",
+    1,
+    OpKind.HOST_READ,
+    list_argmax,
+    doc="the index of the largest of a List of scores, on the host",
+)
+def _argmax_rule(ts, attrs):
+    t = _tensor_list(ts[0], "argmax")
+    if t.size != 1 or len(t.shape) > 1:
+        raise AcrobatTypeError(
+            f"argmax of a List needs scores (Tensor[()] or Tensor[1]), got List[{t}]"
+        )
+    return INT

@@ -9,7 +9,7 @@ A binding that *may fail* stays even when unused: the reference interpreter rais
 an instance whose (dead) ``embed`` reads outside its table or whose host division is by
 zero, and a batched run must raise the same instance's error. May fail: ``embed`` (unless
 its id is a constant inside the table), host ``/ // % **``, ``scalar`` of a host int
-(the int64 range), ``xs[k]``, ``max`` and ``attend`` of a List (an empty one),
+(the int64 range), ``xs[k]``, ``max``, ``argmax`` and ``attend`` of a List (an empty one),
 ``int()``/``float()`` of a host number, and calls of functions or kernels that contain any
 of these.
 
@@ -54,7 +54,7 @@ def op_may_fail(e: OpCall) -> bool:
         return not all(isinstance(a, Const) for a in e.args)
     if e.op == "scalar":
         return e.args[0].ty != FLOAT and not isinstance(e.args[0], Const)
-    if e.op in ("h.nth", "list_max", "list_attend"):  # xs[k] out of range; of an empty list
+    if e.op in ("h.nth", "list_max", "list_attend", "list_argmax"):  # out of range; empty
         return True
     if e.op in ("h.int", "h.float"):  # int(inf), int(nan); float of an int past 1e308
         return not isinstance(e.args[0], Const) and e.args[0].ty != BOOL

@@ -1,7 +1,7 @@
 """List reductions answered in batches: the runtime side of :mod:`acrobat.ir.list_ops`.
 
-A fiber that reaches ``sum(xs)``, ``max(xs)`` or ``attend(keys, values, query)`` of a List
-yields ``(REDUCE, (kind, out, ids, ids2, query, signature))``
+A fiber that reaches ``sum(xs)``, ``max(xs)``, ``argmax(scores)`` or ``attend(keys, values,
+query)`` of a List yields ``(REDUCE, (kind, out, ids, ids2, query, signature))``
 (:mod:`acrobat.codegen.records`) and waits, as a read does. Once every fiber waits, the
 pending DFG runs; then :func:`answer` answers the pass's reductions with its reads. The
 requests of one reduction and one signature (the element and result types) are ONE
@@ -9,7 +9,8 @@ segmented launch over every instance's list, whatever its length: the rows of al
 lists gathered into one matrix, padded into ``[lists, longest, width]`` (a padding row
 that cannot win: zeros for a sum, ``-inf`` for a max, a weight of zero in a softmax) and
 reduced along the list axis. Each result is stored as the value id ``out`` the host
-program gave it, in the arena of its type, before its fiber resumes.
+program gave it, in the arena of its type, before its fiber resumes (an ``argmax``'s fiber
+resumes with the index).
 
 A launch here counts as one in ``RunStats.launches`` (its lists as ``nodes``, its time in
 ``kernel_ms``); it is not a node of the DFG, so the schedule views do not show it, and a
@@ -27,12 +28,15 @@ from acrobat.codegen.records import REDUCE
 from acrobat.ir.list_ops import LIST_REDUCTIONS
 from acrobat.ir.types import TensorType
 
-SUM, MAX, ATTEND = (LIST_REDUCTIONS.index(k) for k in ("list_sum", "list_max", "list_attend"))
+SUM, MAX, ATTEND, ARGMAX = (
+    LIST_REDUCTIONS.index(k) for k in ("list_sum", "list_max", "list_attend", "list_argmax")
+)
 
 
 def answer(ex, stats, spans, ops: list[int], payloads: list, read_all) -> list:
     """Every answer of a pass's requests, in order: ``None`` for a list reduction (its
-    value is stored), ``read_all(ops, value ids)`` for the reads among them. ``stats``: the
+    value is stored), an ``argmax``'s index, ``read_all(ops, value ids)`` for the reads
+    among them. ``stats``: the
     run's ``RunStats``; ``spans``: a traced run's host spans (each launch appends its
     ``("list_reductions", start, end)``), or None."""
     answers: list = [None] * len(ops)
@@ -41,10 +45,14 @@ def answer(ex, stats, spans, ops: list[int], payloads: list, read_all) -> list:
     for i, op in enumerate(ops):
         if op == REDUCE:
             kind, out, a, b, q, sig = payloads[i]
-            groups.setdefault((kind, sig), []).append((out, a, b, q))
+            groups.setdefault((kind, sig), []).append((out, a, b, q, i))
     for (kind, sig), reqs in groups.items():
         start = time.perf_counter()
-        _launch(ex, kind, sig, reqs)
+        if kind == ARGMAX:
+            for (*_, i), index in zip(reqs, _argmax(ex, reqs)):
+                answers[i] = index
+        else:
+            _launch(ex, kind, sig, reqs)
         ex.backend.synchronize()
         end = time.perf_counter()
         stats.kernel_ms += (end - start) * 1e3
@@ -64,19 +72,19 @@ def _launch(ex, kind: int, sig: tuple, reqs: list) -> None:
     xp = ex.backend.xp
     shape, dtype = sig[0], sig[1]
     if kind == ATTEND:
-        lens = [min(len(a), len(b)) for _, a, b, _ in reqs]
-        keys = _padded(ex, [a[:n] for (_, a, _, _), n in zip(reqs, lens)], lens, 0.0)
-        values = _padded(ex, [b[:n] for (_, _, b, _), n in zip(reqs, lens)], lens, 0.0)
-        query = _rows(ex, [q for *_, q in reqs])
+        lens = [min(len(a), len(b)) for _, a, b, *_ in reqs]
+        keys = _padded(ex, [a[:n] for (_, a, *_), n in zip(reqs, lens)], lens, 0.0)
+        values = _padded(ex, [b[:n] for (_, _, b, *_), n in zip(reqs, lens)], lens, 0.0)
+        query = _rows(ex, [q for _, _, _, q, _ in reqs])
         mask = xp.asarray(np.arange(max(lens))[None, :] < np.array(lens)[:, None])
         s = xp.einsum("sld,sd->sl", keys, query)
         s = xp.where(mask, s, -np.inf)
         w = xp.exp(s - s.max(axis=1, keepdims=True))
         result = xp.einsum("sl,slw->sw", w, values) / w.sum(axis=1, keepdims=True)
     else:
-        lens = [len(a) for _, a, _, _ in reqs]
+        lens = [len(a) for _, a, *_ in reqs]
         fill = 0.0 if kind == SUM else -np.inf
-        x = _padded(ex, [a for _, a, _, _ in reqs], lens, fill)
+        x = _padded(ex, [a for _, a, *_ in reqs], lens, fill)
         width = int(np.prod(shape))
         if x.shape[1] == 0:  # every list empty (a sum): zeros
             result = xp.zeros((len(reqs), width), x.dtype)
@@ -90,6 +98,15 @@ def _launch(ex, kind: int, sig: tuple, reqs: list) -> None:
     ex.reserve(int(outs.max()) + 1)
     ex.row_of[outs] = np.arange(r0, r0 + n)
     ex.arena_of[outs] = ex.arena_index[id(arena)]
+
+
+def _argmax(ex, reqs: list) -> list[int]:
+    """Each request's index of its largest score (one-element tensors; NaN the largest, the
+    first of equal ones: ``argmax`` along the padded list axis, the padding ``-inf``)."""
+    lens = [len(a) for _, a, *_ in reqs]
+    x = _padded(ex, [a for _, a, *_ in reqs], lens, -np.inf)
+    index = x.reshape(len(reqs), -1).argmax(axis=1)
+    return ex.backend.to_host(index).tolist()
 
 
 def _rows(ex, ids: list[int]):

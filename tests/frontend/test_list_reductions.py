@@ -187,14 +187,28 @@ def test_attend_launches_a_constant_number_per_step():
         assert _launches_per_step(HELPERS, length) >= 2 * length, length
 
 
-def test_an_unused_reduction_of_an_empty_list_still_raises():
-    """Dead-code elimination keeps a max/attend that may fail, as the interpreter runs it
-    (a fuzz campaign found the batched run succeeding where the reference raised)."""
+@pytest.mark.parametrize("reduction", ["max(xs)", "attend(xs, xs, q)", "argmax(map(first, xs))"])
+def test_an_unused_reduction_of_an_empty_list_still_raises(reduction):
+    """Dead-code elimination keeps a max/attend/argmax that may fail, as the interpreter runs
+    it (a fuzz campaign found the batched run succeeding where the reference raised)."""
     src = (
-        'H = Size("H", 2)\ndef main(xs: List[Tensor[H]], q: Tensor[H]) -> Tensor[H]:\n'
-        "    m = max(xs)\n    a = attend(xs, xs, q)\n    return q\n"
+        'H = Size("H", 2)\ndef first(x: Tensor[H]) -> Tensor[1]:\n    return x[0:1]\n'
+        "def main(xs: List[Tensor[H]], q: Tensor[H]) -> Tensor[H]:\n"
+        f"    unused = {reduction}\n    return q\n"
     )
     one = np.ones(2, np.float32)
     xs = [(from_list([one] * n), one) for n in (1, 0, 2)]
     result = check_program(src, xs)
     assert result.ok and result.reference_errors == 1, result
+
+
+def test_argmax_of_a_list_is_one_launch_and_takes_the_first_of_equal_scores():
+    src = "def main(xs: List[Tensor[1]]) -> int:\n    return argmax(xs)\n"
+    lists = [[1.0, 3.0, 3.0, 2.0], [5.0], [-np.inf, -np.inf], [0.0, 2.0, 1.0, 2.0, 2.0] * 9]
+    xs = [from_list([np.array([v], np.float32) for v in vals]) for vals in lists]
+    m = acrobat.parse(src)
+    assert [acrobat.evaluate(m, x) for x in xs] == [1, 0, 0, 1]
+    result = check_program(src, xs)
+    assert result.ok, "\n".join(str(f) for f in result.failures)
+    run = acrobat.run(acrobat.compile(m, {}), xs)
+    assert run.outputs == [1, 0, 0, 1] and run.stats.launches == 1

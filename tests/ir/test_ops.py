@@ -49,6 +49,7 @@ CASES = [
     ("list_sum", [L(T((3,)))], {"shape": (3,)}, T((3,))),
     ("list_max", [L(T((2, 3)))], {}, T((2, 3))),
     ("list_attend", [L(T((3,))), L(T((2, 4))), T((3,))], {}, T((2, 4))),
+    ("list_argmax", [L(T((1,)))], {}, INT),
 ]
 
 
@@ -107,6 +108,7 @@ def test_every_op_is_covered_or_elementwise():
         ("list_sum", [T((3,))], {"shape": (3,)}, AcrobatTypeError),
         ("list_sum", [L(T((3,)))], {"shape": (4,)}, AcrobatTypeError),
         ("list_max", [L(INT)], {}, AcrobatTypeError),
+        ("list_argmax", [L(T((2,)))], {}, AcrobatTypeError),
         ("list_attend", [L(T((3,))), L(T((2,))), T((4,))], {}, AcrobatTypeError),
         ("split", [T((4,))], {}, AcrobatTypeError),
         ("item", [T((2,))], {}, AcrobatShapeError),
