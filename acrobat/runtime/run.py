@@ -502,7 +502,9 @@ class Runtime:
         self.host_c_ms = 0.0  # what building or loading it cost
         self.python_host_ms = 0.0  # the Python host program's time over this runtime's runs
         self.host_c_failed = False  # its build failed (the reason is in host_c_why)
-        if self.host.c_source is None:
+        if self.host.c_source is None and self.list_reductions:
+            self.host_c_why = "not emitted as C: the program reduces Lists (sum/max/argmax/attend)"
+        elif self.host.c_source is None:
             self.host_c_why = "not emitted as C"
         elif self.engine.host_c is None:
             self.host_c_why = f"the {self.engine.name} engine runs no compiled host program"
