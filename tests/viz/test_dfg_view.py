@@ -216,3 +216,20 @@ def test_first_view_is_readable_whole_when_small_top_when_tall(two_leaves):
     assert tall.height > FRAME_HEIGHT / READABLE  # would be a strip if shown whole
     assert y.end >= tall.height and y.end - y.start <= FRAME_HEIGHT / READABLE + 1e-6
     assert (x.end - x.start) / (y.end - y.start) == ASSUMED_WIDTH / FRAME_HEIGHT  # one scale
+
+
+def test_labels_of_a_large_graph_wait_for_the_view_to_hold_still(treelstm, monkeypatch):
+    from bokeh.models import CustomJS
+
+    from acrobat.viz import dfg_view
+
+    def settle(model) -> int:
+        fig = dfg_figure(model)
+        (scale,) = {cb for cb in fig.x_range.js_property_callbacks["change:start"]}
+        assert isinstance(scale, CustomJS)
+        return scale.args["settle"]
+
+    model = dfg_model(treelstm.runs["acrobat"], None, fold_above=10**6)
+    assert settle(model) == 0  # a small graph: labels follow every zoom step
+    monkeypatch.setattr(dfg_view, "LABELS_SETTLE_ABOVE", len(model.nodes) - 1)
+    assert settle(model) == dfg_view.SETTLE_MS
