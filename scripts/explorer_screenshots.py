@@ -6,7 +6,8 @@
 Serves apps/explorer.py (this checkout) on a free localhost port, opens it in Debian's Chromium
 (Playwright, ``/usr/bin/chromium``) at 1600x1000, picks each model at the given size, waits for
 the timed run, and saves ``explorer_<model>_<tab>.png`` for every tab under ``--out``
-(``docs/images`` by default). The server is stopped at the end whatever happens.
+(``docs/images`` by default), and ``explorer_<model>_gap.png``: the Schedule tab's "Why above
+the lower bound?" panel. The server is stopped at the end whatever happens.
 """
 
 from __future__ import annotations
@@ -51,6 +52,19 @@ def _serve(port: int) -> subprocess.Popen:
     raise SystemExit(f"panel serve did not answer on {url}")
 
 
+def _gap_shot(page, path: Path) -> None:
+    """The Schedule tab's "Why above the lower bound?" panel, asked for and scrolled to."""
+    from playwright.sync_api import expect
+
+    page.locator(".gap-button button").click()
+    panel = page.locator(".gap-report")
+    expect(panel).to_contain_text("for a lower bound of")
+    panel.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(path))
+    print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["treelstm", "stackrnn"])
@@ -84,6 +98,8 @@ def main() -> None:
                     path = args.out / f"explorer_{model}_{tab.lower()}.png"
                     page.screenshot(path=str(path))
                     print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+                    if tab == "Schedule":
+                        _gap_shot(page, args.out / f"explorer_{model}_gap.png")
                 page.locator(".bk-tab", has_text="Program").first.click()
             browser.close()
     finally:
