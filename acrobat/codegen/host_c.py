@@ -56,7 +56,8 @@ from acrobat.codegen.host import (
     _read_only,
     calls_itself_in_tail,
 )
-from acrobat.codegen.records import READ_ARGMAX, READ_ITEM, STRIDE
+from acrobat.codegen.records import READ_ARGMAX, READ_ITEM, REDUCE, STRIDE
+from acrobat.ir.list_ops import LIST_REDUCTIONS
 from acrobat.ir.nodes import (
     Const,
     CtorCall,
@@ -244,6 +245,10 @@ class _CGen(_Gen):
                 raise Unsupported("a constant that is not finite")
             key = ("float", value.hex())
             code = f"PyFloat_FromDouble({value.hex()})"
+        elif t is tuple and all(type(x) in (tuple, str) for x in value):
+            # a list reduction's signature: (shape, dtype, shape)
+            key = ("sig", repr(value))
+            code = _py_build(value)
         else:
             raise Unsupported(f"a constant of type {t.__name__}")
         i = self.consts.get(key)
@@ -750,6 +755,8 @@ class _CGen(_Gen):
         elif e.op == "ghost":
             self.emit(ind, f"d += {int(e.attr('count', 1))}LL;")
             self.set(ind, target, "NEWREF(EMPTY)")
+        elif e.op in LIST_REDUCTIONS and self.is_fiber:
+            self.list_reduction(target, e, ind)
         elif e.op in ("item", "argmax") and self.is_fiber:
             code = READ_ITEM if e.op == "item" else READ_ARGMAX
             self.set(ind, target, f"fiber_read(st, {code}, {self.atom(e.args[0])})")
@@ -757,6 +764,36 @@ class _CGen(_Gen):
             self.emit(ind, f"d = d - floormod64(d, STRIDE) + {self.base}LL;")
         else:
             raise Unsupported(f"op {e.op} in the host program")
+
+    def list_reduction(self, target: str, e: OpCall, ind: int) -> None:
+        """As the Python program's: a request the scheduler's ``read_all`` answers once
+        what is pending has run (:mod:`acrobat.runtime.segments`); the result is the value
+        id taken here (``argmax``: the answer, an index)."""
+        kind = LIST_REDUCTIONS.index(e.op)
+        elem = e.args[0].ty.args[0]
+        shape = elem.shape if e.op == "list_argmax" else e.ty.shape
+        sig = self.const((tuple(shape), elem.dtype, tuple(elem.shape)))
+        ys, q = (
+            (self.atom(e.args[1]), self.atom(e.args[2]))
+            if e.op == "list_attend"
+            else ("NULL", "NULL")
+        )
+        need = int(e.op != "list_sum")  # the others raise xs[0]'s error on an empty list
+        if e.op == "list_argmax":
+            self.set(
+                ind,
+                target,
+                f"h_reduce(st, {kind}, {need}, -1, {self.atom(e.args[0])}, NULL, NULL, {sig})",
+            )
+        else:
+            self.emit(ind, "o = st->nv; st->nv = o + 1;")
+            xs = self.atom(e.args[0])
+            self.emit(
+                ind,
+                f"if (h_reduced(st, {kind}, {need}, o, {xs}, {ys}, {q}, {sig}) < 0) goto error;",
+            )
+            self.set_i64(ind, target, "o")
+        self.emit(ind, f"d = d - floormod64(d, STRIDE) + {self.base}LL;")
 
     def parallel(self, target: str, e: Parallel, ind: int) -> None:
         self.emit(ind, "{")
@@ -1463,6 +1500,64 @@ static PyObject *fiber_read(hs_t *st, int op, PyObject *vid) {
 }
 
 static int fiber_phase(hs_t *st) { return fiber_wait(st, F_PHASE); }
+
+/* the elements of List xs as a new Python list */
+static PyObject *h_items(hs_t *st, PyObject *v) {
+    PyObject *out = PyList_New(0);
+    while (out != NULL) {
+        int c = is_ctor(st, v, CT[1]);
+        if (c <= 0)
+            return c < 0 ? (Py_DECREF(out), NULL) : out;
+        PyObject *x = fld(st, v, 0);
+        if (x == NULL || PyList_Append(out, x) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        v = fld(st, v, 1);
+    }
+    return NULL;
+}
+
+/* a list reduction (acrobat.ir.list_ops) of List xs (and ys, query q for attend; else
+   NULL): the fiber waits as for a read, with the request (kind, out or None, xs's items,
+   ys's or None, q or None, sig), until acrobat.runtime.segments has answered it; "need":
+   an empty list (the shorter of two) raises xs[0]'s error. A new reference to the
+   answer: None, or an argmax's index */
+static PyObject *h_reduce(hs_t *st, int kind, int need, int64_t out, PyObject *xs, PyObject *ys,
+                          PyObject *q, PyObject *sig) {
+    PyObject *a = h_items(st, xs), *b = NULL, *req = NULL, *k = NULL, *o = NULL, *ans = NULL;
+    if (a == NULL || (ys != NULL && (b = h_items(st, ys)) == NULL))
+        goto done;
+    Py_ssize_t n = PyList_GET_SIZE(a);
+    if (b != NULL && PyList_GET_SIZE(b) < n)
+        n = PyList_GET_SIZE(b);
+    if (need && n == 0) {
+        PyErr_SetString(PyExc_ValueError, "@LIST_INDEX_ERROR@: 0 for a list of 0");
+        goto done;
+    }
+    k = PyLong_FromLong(kind);
+    o = out < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(out);
+    if (k == NULL || o == NULL)
+        goto done;
+    req = PyTuple_Pack(6, k, o, a, b ? b : Py_None, q ? q : Py_None, sig);
+    if (req != NULL)
+        ans = fiber_read(st, @REDUCE@, req);
+done:
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    Py_XDECREF(k);
+    Py_XDECREF(o);
+    Py_XDECREF(req);
+    return ans;
+}
+
+/* h_reduce of a reduction whose result is the value id ``out``: 0, or -1 on an error */
+static int h_reduced(hs_t *st, int kind, int need, int64_t out, PyObject *xs, PyObject *ys,
+                     PyObject *q, PyObject *sig) {
+    PyObject *ans = h_reduce(st, kind, need, out, xs, ys, q, sig);
+    Py_XDECREF(ans);
+    return ans == NULL ? -1 : 0;
+}
 
 static fiber_t *fiber_new(hs_t *st, fiber_fn fn, PyObject *args, int64_t d, int64_t inst,
                           fiber_t *parent, Py_ssize_t slot) {
@@ -2191,7 +2286,9 @@ def generate_host_c(
         [
             "/* acrobat's host program, compiled (acrobat/codegen/host_c.py generated it) */",
             prelude,
-            _FIBERS if fibers else "",
+            _FIBERS.replace("@REDUCE@", str(REDUCE)).replace("@LIST_INDEX_ERROR@", LIST_INDEX_ERROR)
+            if fibers
+            else "",
             *protos,
             "",
             code,
@@ -2199,6 +2296,31 @@ def generate_host_c(
             epilogue,
         ]
     )
+
+
+def _py_build(value: tuple) -> str:
+    """C code making ``value``, a tuple of tuples of ints and of strings, with
+    ``Py_BuildValue`` (``((4,), "float32", (4,))``: ``Py_BuildValue("((i)s(i))", 4,
+    "float32", 4)``)."""
+    fmt, args = [], []
+
+    def walk(v) -> None:
+        if type(v) is tuple:
+            fmt.append("(")
+            for x in v:
+                walk(x)
+            fmt.append(")")
+        elif type(v) is str:
+            fmt.append("s")
+            args.append(_c_string(v))
+        elif type(v) is int and -(1 << 31) < v < (1 << 31):
+            fmt.append("i")
+            args.append(str(v))
+        else:
+            raise Unsupported(f"a constant {v!r} in a signature")
+
+    walk(value)
+    return f"Py_BuildValue({_c_string(''.join(fmt))}{''.join(', ' + a for a in args)})"
 
 
 __all__ = ["MAX_C_DEPTH", "MODULE_PLACEHOLDER", "Unsupported", "generate_host_c"]

@@ -502,9 +502,7 @@ class Runtime:
         self.host_c_ms = 0.0  # what building or loading it cost
         self.python_host_ms = 0.0  # the Python host program's time over this runtime's runs
         self.host_c_failed = False  # its build failed (the reason is in host_c_why)
-        if self.host.c_source is None and self.list_reductions:
-            self.host_c_why = "not emitted as C: the program reduces Lists (sum/max/argmax/attend)"
-        elif self.host.c_source is None:
+        if self.host.c_source is None:
             self.host_c_why = "not emitted as C"
         elif self.engine.host_c is None:
             self.host_c_why = f"the {self.engine.name} engine runs no compiled host program"
@@ -797,10 +795,11 @@ class Runtime:
                 raise host_failure(err, i) from None
         return raw
 
-    def reads(self, st: _RunState):
-        """``read_all`` for the fiber scheduler: the executor's reads, and a program's list
-        reductions answered in their segmented launches (:mod:`acrobat.runtime.segments`)."""
-        read_all = self.executor.answer_reads
+    def reads(self, st: _RunState, read_all=None):
+        """``read_all`` for the fiber scheduler: the reads (``read_all``, by default the
+        executor's), and a program's list reductions answered in their segmented launches
+        (:mod:`acrobat.runtime.segments`)."""
+        read_all = read_all or self.executor.answer_reads
         if not self.list_reductions:
             return read_all
         ex, stats = self.executor, st.stats
@@ -870,6 +869,7 @@ class Runtime:
 
             read_all = self.executor.answer_reads
 
+        read_all = self.reads(st, read_all)
         try:
             try:
                 raw, _ = hs.run_fibers(args_list, self.base, flush, read_all)

@@ -214,6 +214,25 @@ def test_fiber_programs_run_in_c_and_say_so():
     assert traced.stats.host_code == "c" and values_equal(traced.outputs, py.outputs)
 
 
+def test_list_reductions_in_c_fibers_equal_the_python_program():
+    """sum/max/argmax/attend of Lists, requested from the C program's fibers: the same
+    launches and bit-equal values as the Python program's requests; an empty list's error is
+    the Python program's (the sanitizer job runs this: the requests' objects)."""
+    from tests.frontend.test_list_reductions import REDUCE, _instance
+
+    m = acrobat.parse(REDUCE)
+    params = acrobat.init_params(m, 0)
+    prog = acrobat.compile(m, params)
+    xs = [_instance(n) for n in (1, 2, 3, 7, 12)]
+    py, c = run(prog, xs, "0"), run(prog, xs, "1")
+    assert c.stats.host_code == "c" and c.stats.launches == py.stats.launches
+    assert values_equal(c.outputs, py.outputs, rtol=0, atol=0)
+    for bad in ("0", "1"):
+        with pytest.raises(InstanceError, match="list index out of range") as err:
+            run(prog, [*xs[:2], _instance(0)], bad)
+        assert err.value.index == 2
+
+
 def test_python_3_14_keeps_fiber_programs_python(monkeypatch):
     """Python 3.14 checks recursion against the C stack's bounds, which a fiber's stack lies
     outside of: the generator emits no C program for fibers there."""
