@@ -11,7 +11,7 @@ import pytest
 from tests.e2e.conftest import TIMEOUT_MS
 from tests.e2e.test_explorer_instrument_browser import _status, _text, _timed
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]  # Berxit's runs take seconds each
 
 
 def _bar(page) -> tuple[float, str]:
