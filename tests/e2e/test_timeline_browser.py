@@ -75,3 +75,45 @@ def test_perfetto_download_and_timeline_measurement(explorer, page, tmp_path):
         expect(div).to_contain_text("ms long")
         expect(div).to_contain_text("A · acrobat: kernel time")
         expect(div).to_contain_text("B · dynet-depth: kernel time")
+
+
+def _timeline_runs(page) -> list[tuple[float, float, float, float]]:
+    """Each side's (timed ms, drawn ms, IQR low, IQR high) from the Timeline's caption."""
+    import re
+
+    from tests.e2e.test_explorer_instrument_browser import TEXT
+
+    text = page.locator(".timeline-runs").evaluate(TEXT)
+    pat = (
+        r"run \d+ of \d+ \(([\d.e+]+) ms timed, ([\d.e+]+) ms drawn\), the timed run nearest "
+        r"the median [\d.e+]+ ms \(IQR ([\d.e+]+)–([\d.e+]+) ms\)"
+    )
+    return [tuple(map(float, m)) for m in re.findall(pat, text)]
+
+
+@pytest.mark.parametrize("model", ["treelstm", "stackrnn"])
+def test_the_timeline_draws_a_timed_run_inside_the_iqr(explorer, page, model):
+    """Small b64: each side's Timeline is one of its timed runs, inside the status line's
+    IQR; what it draws is that run's own span (the timed wall time adds only the call around
+    it: within 10% or 2 ms, slack for a loaded machine)."""
+    from playwright.sync_api import expect
+
+    from tests.e2e.test_explorer_instrument_browser import _spreads, _timed
+
+    with explorer.log_on_failure():
+        page.goto(explorer.url)
+        _timed(page)
+        if model != "treelstm":
+            page.get_by_label("Model").select_option(model)
+            expect(page.locator(".run-status")).to_contain_text(f"{model}, small, 64 instances")
+        status = _timed(page)
+        open_tab(page, "Timeline")
+        expect(page.locator(".timeline-runs")).to_contain_text("ms drawn")
+        runs = _timeline_runs(page)
+        assert len(runs) == 2, runs
+        spreads = list(_spreads(status).values())
+        for (timed, drawn, low, high), (_, s_low, s_high) in zip(runs, spreads):
+            rounding = 0.005 * high  # the caption shows 3 significant digits
+            assert low - rounding <= timed <= high + rounding, (timed, low, high)
+            assert abs(low - s_low) <= rounding + 0.01 and abs(high - s_high) <= rounding + 0.01
+            assert timed - max(2.0, 0.1 * timed) <= drawn <= timed + rounding, (timed, drawn)
