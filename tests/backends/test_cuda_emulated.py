@@ -135,7 +135,7 @@ def backend_plans(prog):
     return [plan_kernel(k.function) for k in prog.kernels.values()]
 
 
-def test_list_reductions_equal_reference(tmp_path):
+def test_list_reductions_equal_reference(tmp_path, monkeypatch):
     """``sum``/``max``/``attend`` of Lists: the segmented launches on the backend's arrays."""
     from tests.frontend.test_list_reductions import REDUCE, _instance
 
@@ -145,8 +145,15 @@ def test_list_reductions_equal_reference(tmp_path):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(run_module, "get_backend", lambda name: EmulatedCudaBackend(prog, tmp_path))
         runtime = run_module.Runtime(prog, "cuda-emulated")
-    xs = [_instance(n) for n in (1, 3, 12, 2)]
-    refs = [acrobat.evaluate(m, x, params) for x in xs]
-    for policy in POLICIES:
-        res = runtime.run(xs, policy, "off", None)
-        assert_outputs_equal(res.outputs, refs, f"list reductions/{policy} on emulated CUDA")
+    from acrobat.runtime import segments
+
+    # past the budget (made small here) one list of 40 does not pad two of 1 to 40: two groups
+    monkeypatch.setattr(segments, "PAD_BUDGET", 64)
+    assert len(segments._groups(np.array([1, 1, 40]), 4)) == 2
+    assert len(segments._groups(np.array([1, 3, 2]), 4)) == 1
+    for lengths in ((1, 3, 12, 2), (1, 1, 40)):
+        xs = [_instance(n) for n in lengths]
+        refs = [acrobat.evaluate(m, x, params) for x in xs]
+        for policy in POLICIES:
+            res = runtime.run(xs, policy, "off", None)
+            assert_outputs_equal(res.outputs, refs, f"list reductions/{policy} on emulated CUDA")
