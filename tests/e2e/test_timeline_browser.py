@@ -106,7 +106,7 @@ def test_the_timeline_draws_a_timed_run_inside_the_iqr(explorer, page, model):
         if model != "treelstm":
             page.get_by_label("Model").select_option(model)
             expect(page.locator(".run-status")).to_contain_text(f"{model}, small, 64 instances")
-        status = _timed(page)
+        status = _timed(page, iqr=True)
         open_tab(page, "Timeline")
         expect(page.locator(".timeline-runs")).to_contain_text("ms drawn")
         runs = _timeline_runs(page)
