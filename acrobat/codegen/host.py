@@ -50,7 +50,7 @@ from acrobat.codegen.records import (
     STRIDE,
     TAIL,
 )
-from acrobat.ir.list_ops import EMPTY, LIST_REDUCTIONS
+from acrobat.ir.list_ops import EMPTY, LIST_REDUCTIONS, NEEDS_AN_ELEMENT, signature
 from acrobat.ir.nodes import (
     Const,
     CtorCall,
@@ -532,7 +532,7 @@ class _Gen:
         lists = [self.fresh() for _ in range(2 if e.op == "list_attend" else 1)]
         for t, a in zip(lists, e.args):
             self.emit(ind, f"{t} = to_list({self.atom(a)})")
-        if e.op != "list_sum":  # the max or softmax of nothing
+        if e.op in NEEDS_AN_ELEMENT:  # the max, argmax or softmax of nothing
             n = f"min(len({lists[0]}), len({lists[1]}))" if len(lists) == 2 else f"len({lists[0]})"
             self.emit(ind, f"if not {n}:")
             self.emit(ind + 1, f"raise ValueError({EMPTY!r})")
@@ -545,10 +545,7 @@ class _Gen:
         after a read."""
         attend = e.op == "list_attend"
         lists = self.reduced_lists(e, ind)
-        elem = e.args[0].ty.args[0]
-        # the launch's signature: (the result's shape, the dtype, the first list's shape)
-        shape = elem.shape if e.op == "list_argmax" else e.ty.shape
-        sig = (shape, elem.dtype, elem.shape)
+        sig = signature(e)
         rest = f"{lists[1]}, {self.atom(e.args[2])}" if attend else "None, None"
         kind = LIST_REDUCTIONS.index(e.op)
         if e.op == "list_argmax":  # the answer is the index

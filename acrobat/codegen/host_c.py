@@ -57,7 +57,7 @@ from acrobat.codegen.host import (
     calls_itself_in_tail,
 )
 from acrobat.codegen.records import READ_ARGMAX, READ_ITEM, REDUCE, STRIDE
-from acrobat.ir.list_ops import LIST_REDUCTIONS
+from acrobat.ir.list_ops import LIST_REDUCTIONS, NEEDS_AN_ELEMENT, signature
 from acrobat.ir.nodes import (
     Const,
     CtorCall,
@@ -770,15 +770,13 @@ class _CGen(_Gen):
         what is pending has run (:mod:`acrobat.runtime.segments`); the result is the value
         id taken here (``argmax``: the answer, an index)."""
         kind = LIST_REDUCTIONS.index(e.op)
-        elem = e.args[0].ty.args[0]
-        shape = elem.shape if e.op == "list_argmax" else e.ty.shape
-        sig = self.const((tuple(shape), elem.dtype, tuple(elem.shape)))
+        sig = self.const(signature(e))
         ys, q = (
             (self.atom(e.args[1]), self.atom(e.args[2]))
             if e.op == "list_attend"
             else ("NULL", "NULL")
         )
-        need = int(e.op != "list_sum")  # the others raise xs[0]'s error on an empty list
+        need = int(e.op in NEEDS_AN_ELEMENT)  # xs[0]'s error on an empty list
         if e.op == "list_argmax":
             self.set(
                 ind,

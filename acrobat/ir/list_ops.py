@@ -1,6 +1,7 @@
 """List reductions: ops that reduce a whole ``List`` of tensors to one tensor.
 
-``sum(xs)``, ``max(xs)`` and ``attend(keys, values, query)`` of a List lower to these ops
+``sum(xs)``, ``max(xs)``, ``argmax(scores)`` and ``attend(keys, values, query)`` of a List
+lower to these ops
 (:mod:`acrobat.frontend.reductions`). They take the list itself, not its elements one by
 one, so an instance's list of any length is ONE reduction: the batched runtime answers
 every instance's reductions of a pass in one segmented launch per reduction and element
@@ -35,6 +36,18 @@ EMPTY = f"{LIST_INDEX_ERROR}: 0 for a list of 0"
 """The error of a reduction that needs an element, of an empty list (as ``xs[0]``'s)."""
 
 LIST_REDUCTIONS = ("list_sum", "list_max", "list_attend", "list_argmax")
+
+NEEDS_AN_ELEMENT = frozenset(LIST_REDUCTIONS) - {"list_sum"}
+"""The reductions that raise :data:`EMPTY` of an empty list (of the shorter of two)."""
+
+
+def signature(e) -> tuple:
+    """The launch signature of reduction ``e`` (a typed ``OpCall``): ``(result shape,
+    dtype, element shape)``; requests of one reduction and signature are one launch
+    (:mod:`acrobat.runtime.segments`), an ``argmax``'s result shape its scores'."""
+    elem = e.args[0].ty.args[0]
+    shape = elem.shape if e.op == "list_argmax" else e.ty.shape
+    return (tuple(shape), elem.dtype, tuple(elem.shape))
 
 
 def sum_of(items: list, shape) -> np.ndarray:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 
 from acrobat.analysis.callgraph import call_graph
+from acrobat.ir.list_ops import NEEDS_AN_ELEMENT
 from acrobat.ir.nodes import (
     Binding,
     Const,
@@ -54,7 +55,7 @@ def op_may_fail(e: OpCall) -> bool:
         return not all(isinstance(a, Const) for a in e.args)
     if e.op == "scalar":
         return e.args[0].ty != FLOAT and not isinstance(e.args[0], Const)
-    if e.op in ("h.nth", "list_max", "list_attend", "list_argmax"):  # out of range; empty
+    if e.op == "h.nth" or e.op in NEEDS_AN_ELEMENT:  # out of range; an empty list
         return True
     if e.op in ("h.int", "h.float"):  # int(inf), int(nan); float of an int past 1e308
         return not isinstance(e.args[0], Const) and e.args[0].ty != BOOL
